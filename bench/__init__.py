@@ -1,0 +1,1 @@
+"""Performance benchmarks; each writes bench/results/<name>.json."""

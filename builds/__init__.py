@@ -1,0 +1,1 @@
+"""The build system: recipes, plan, item pipeline, shard writer, manifest, card."""

@@ -1,0 +1,1 @@
+"""Puzzle and scenario generators; importing a task module registers it."""

@@ -1,0 +1,1 @@
+"""TACIT puzzle generators, one module per task."""

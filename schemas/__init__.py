@@ -1,0 +1,1 @@
+"""Dataset schemas: row dataclasses, datasets.Features and JSON Schema files for meta."""

@@ -1,0 +1,1 @@
+"""Deterministic verifiers: pure functions of (meta, image) -> Verdict."""

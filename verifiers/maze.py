@@ -1,0 +1,135 @@
+"""Maze verifier: read the drawn path back from the picture and check it against the walls.
+
+It samples every cell centre and every boundary between neighbouring cells (where a wall
+is drawn if there is one), classifies each sample to the nearest palette colour, and
+rebuilds the drawn path as a graph: cells in the path colour, joined where the boundary
+between them is in the path colour. Moving to the next layer shows on the picture as the
+path ending at one cell and starting again at the same cell one layer on; that is a jump,
+and it is legal only at that pair's portal. Any valid route passes, however it is drawn,
+as long as it runs through cell centres in the path colour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from vrforge.imageio import UnusableImage, load_rgb
+from vrforge.types import Verdict
+from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
+
+CHECKS = ("missing_start", "wrong_exit", "disconnected", "branching", "wall_breach", "portal_skip")
+ASPECT_TOLERANCE = 0.06
+MIN_CELL_PX = 4.0
+
+Node = tuple[int, int, int]  # (layer, row, col)
+
+
+def judge(meta: Mapping[str, Any], cells: set[Node], links: set[tuple[Node, Node]]) -> dict[str, bool]:
+    """Check an abstract drawing: ``cells`` in the path colour and ``links`` between them.
+
+    Each check is True when the drawing does NOT commit that violation.
+    """
+    start, end = tuple(meta["start"]), tuple(meta["end"])
+    graph = nx.Graph()
+    graph.add_nodes_from(cells)
+    breach = False
+    for a, b in links:
+        graph.add_edge(a, b)
+        breach |= not _is_open(meta, a, b)
+    link_degree = dict(graph.degree())
+    portals = {(p["layers"][0], tuple(p["cell"])) for p in meta["portals"]}
+    skip = False
+    for layer, r, c in sorted(cells):
+        upper = (layer + 1, r, c)
+        if upper in cells and link_degree[(layer, r, c)] <= 1 and link_degree[upper] <= 1:
+            graph.add_edge((layer, r, c), upper)
+            skip |= (layer, (r, c)) not in portals
+    components = [graph.subgraph(nodes) for nodes in nx.connected_components(graph)]
+    simple = all(
+        comp.number_of_edges() == comp.number_of_nodes() - 1 and max(d for _, d in comp.degree()) <= 2
+        for comp in components
+    )
+    return {
+        "missing_start": start in cells,
+        "wrong_exit": end in cells,
+        "disconnected": len(components) == 1,
+        "branching": simple,
+        "wall_breach": not breach,
+        "portal_skip": not skip,
+    }
+
+
+def _is_open(meta: Mapping[str, Any], a: Node, b: Node) -> bool:
+    layer, r1, c1 = min(a, b)
+    _, r2, c2 = max(a, b)
+    if a[0] != b[0] or abs(r1 - r2) + abs(c1 - c2) != 1:
+        return False
+    if r1 == r2:
+        return meta["open_east"][layer][r1][c1] == "1"
+    return meta["open_south"][layer][r1][c1] == "1"
+
+
+def sample_grid(meta: Mapping[str, Any]) -> tuple[list[Node], list[tuple[Node, Node]], np.ndarray]:
+    """Normalised sample points: all cell centres, then all boundaries between neighbours."""
+    layout = meta["layout"]
+    width, height, cell = layout["width"], layout["height"], layout["cell"]
+    n = meta["size"]
+    nodes: list[Node] = []
+    links: list[tuple[Node, Node]] = []
+    points: list[tuple[float, float]] = []
+    for layer, (ox, oy) in enumerate(layout["origins"]):
+        for r in range(n):
+            for c in range(n):
+                nodes.append((layer, r, c))
+                points.append((ox + (c + 0.5) * cell, oy + (r + 0.5) * cell))
+    for layer, (ox, oy) in enumerate(layout["origins"]):
+        for r in range(n):
+            for c in range(n):
+                if c + 1 < n:
+                    links.append(((layer, r, c), (layer, r, c + 1)))
+                    points.append((ox + (c + 1) * cell, oy + (r + 0.5) * cell))
+                if r + 1 < n:
+                    links.append(((layer, r, c), (layer, r + 1, c)))
+                    points.append((ox + (c + 0.5) * cell, oy + (r + 1) * cell))
+    normalised = np.asarray(points, dtype=np.float64) / np.asarray([width, height], dtype=np.float64)
+    return nodes, links, normalised
+
+
+def read_drawing(meta: Mapping[str, Any], image: np.ndarray) -> tuple[set[Node], set[tuple[Node, Node]]]:
+    """The path cells and path links visible in ``image``."""
+    layout, palette = meta["layout"], meta["palette"]
+    height, width = image.shape[:2]
+    cell_px = layout["cell"] * min(width / layout["width"], height / layout["height"])
+    radius = max(1, int(cell_px * 0.08))
+    nodes, links, points = sample_grid(meta)
+    colours = list(palette.values()) + [p["colour"] for p in meta["portals"]]
+    path_index = list(palette).index("path")
+    classes = nearest_palette(sample_colours(image, points, radius), [hex_to_rgb(c) for c in colours])
+    is_path = classes == path_index
+    cells = {node for node, hit in zip(nodes, is_path[: len(nodes)]) if hit}
+    drawn = {link for link, hit in zip(links, is_path[len(nodes):]) if hit}
+    # A boundary only counts as a link when both cells it joins are path cells.
+    return cells, {(a, b) for a, b in drawn if a in cells and b in cells}
+
+
+def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
+    """Verdict for an answer image: the puzzle with the route drawn in the path colour."""
+    try:
+        rgb = load_rgb(image)
+    except UnusableImage as exc:
+        return Verdict.unusable(str(exc))
+    layout = meta["layout"]
+    height, width = rgb.shape[:2]
+    expected = layout["width"] / layout["height"]
+    if abs((width / height) / expected - 1) > ASPECT_TOLERANCE:
+        return Verdict.unusable(f"aspect ratio {width}x{height} does not match the puzzle ({expected:.3f}:1)")
+    cell_px = layout["cell"] * width / layout["width"]
+    if cell_px < MIN_CELL_PX:
+        return Verdict.unusable(f"image too small to read: {cell_px:.1f} px per cell")
+    cells, links = read_drawing(meta, rgb)
+    checks = judge(meta, cells, links)
+    return Verdict.from_checks(checks, details={"path_cells": len(cells), "path_links": len(links)})

@@ -1,0 +1,75 @@
+"""The task registry: every TACIT task registers one ``TaskSpec`` under a unique name."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vrforge.types import Puzzle, Verdict
+
+DIFFICULTIES = ("easy", "medium", "hard")
+
+# Modules whose import registers tasks; add a task by adding a module and a line here.
+TASK_MODULES = ("vrforge.generators.tacit.maze",)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    domain: str
+    version: str
+    checks: tuple[str, ...]
+    difficulties: Mapping[str, Any]  # difficulty -> frozen config dataclass with validate()
+    generate: Callable[[Any, np.random.Generator], Puzzle]
+    verify: Callable[[Mapping[str, Any], Any], Verdict]
+    description: str = ""
+
+    def config(self, difficulty: str) -> Any:
+        if difficulty not in self.difficulties:
+            raise KeyError(
+                f"task {self.name!r} has no difficulty {difficulty!r} (choose from {', '.join(self.difficulties)})"
+            )
+        return self.difficulties[difficulty]
+
+    def parameters(self) -> dict[str, dict[str, Any]]:
+        return {d: dataclasses.asdict(c) for d, c in self.difficulties.items()}
+
+
+_TASKS: dict[str, TaskSpec] = {}
+
+
+class UnknownTask(KeyError):
+    pass
+
+
+def register_task(spec: TaskSpec) -> TaskSpec:
+    if spec.name in _TASKS:
+        raise ValueError(f"task {spec.name!r} is already registered")
+    for difficulty, config in spec.difficulties.items():
+        if difficulty not in DIFFICULTIES:
+            raise ValueError(f"task {spec.name!r}: unknown difficulty {difficulty!r}")
+        config.validate()
+    _TASKS[spec.name] = spec
+    return spec
+
+
+def _load_all() -> None:
+    for module in TASK_MODULES:
+        importlib.import_module(module)
+
+
+def get_task(name: str) -> TaskSpec:
+    _load_all()
+    if name not in _TASKS:
+        raise UnknownTask(f"unknown task {name!r} (registered: {', '.join(sorted(_TASKS))})")
+    return _TASKS[name]
+
+
+def all_tasks() -> list[TaskSpec]:
+    _load_all()
+    return [_TASKS[name] for name in sorted(_TASKS)]
