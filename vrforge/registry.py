@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,8 +15,8 @@ from vrforge.types import Puzzle, Verdict
 
 DIFFICULTIES = ("easy", "medium", "hard")
 
-# Modules whose import registers tasks; add a task by adding a module and a line here.
-TASK_MODULES = ("vrforge.generators.tacit.maze",)
+# Every module in this package registers one task on import: adding a task is adding a module.
+TASK_PACKAGE = "vrforge.generators.tacit"
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class TaskSpec:
     checks: tuple[str, ...]
     difficulties: Mapping[str, Any]  # difficulty -> frozen config dataclass with validate()
     generate: Callable[[Any, np.random.Generator], Puzzle]
+    draw: Callable[[Mapping[str, Any], Any], str]  # (meta, answer or None) -> SVG text
     verify: Callable[[Mapping[str, Any], Any], Verdict]
     description: str = ""
 
@@ -59,8 +61,9 @@ def register_task(spec: TaskSpec) -> TaskSpec:
 
 
 def _load_all() -> None:
-    for module in TASK_MODULES:
-        importlib.import_module(module)
+    package = importlib.import_module(TASK_PACKAGE)
+    for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")):
+        importlib.import_module(f"{TASK_PACKAGE}.{module}")
 
 
 def get_task(name: str) -> TaskSpec:

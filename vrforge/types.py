@@ -49,24 +49,25 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Puzzle:
-    """One generated puzzle: the structured truth and its drawings.
+    """One generated puzzle: the structured truth and its answers, not yet drawn.
 
+    ``solution`` and each of ``distractors`` are task-specific answer objects that the task's
+    ``draw(meta, answer)`` turns into SVG (``draw(meta, None)`` draws the bare puzzle).
     ``distractors`` and ``violations`` are aligned: distractor i violates exactly the check
     named ``violations[i]``. ``stats`` are difficulty statistics (path length, rule count...).
     """
 
     meta: dict[str, Any]
-    svg_puzzle: str
-    svg_solution: str
-    svg_distractors: tuple[str, ...]
+    solution: Any
+    distractors: tuple[Any, ...]
     violations: tuple[str, ...]
     answer_index: int
     stats: dict[str, float]
 
-    def options_svg(self) -> list[str]:
-        """The five options in presentation order: distractors with the solution inserted."""
-        options = list(self.svg_distractors)
-        options.insert(self.answer_index, self.svg_solution)
+    def options(self) -> list[Any]:
+        """The five answers in presentation order: distractors with the solution inserted."""
+        options = list(self.distractors)
+        options.insert(self.answer_index, self.solution)
         return options
 
 

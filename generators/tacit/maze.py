@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
+from vrforge.verifiers import maze as maze_verifier
 
 from vrforge.registry import TaskSpec, register_task
 from vrforge.svgdraw import fmt, new_drawing, polyline_path, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
-from vrforge.verifiers import maze as maze_verifier
 
 VERSION = "1.0.0"
 CELL = 20  # SVG units per cell
@@ -186,9 +187,8 @@ def generate(config: MazeConfig, rng: np.random.Generator) -> Puzzle:
     meta["route_length"] = int(stats["route_length"])
     return Puzzle(
         meta=meta,
-        svg_puzzle=draw(meta, []),
-        svg_solution=draw(meta, solution),
-        svg_distractors=tuple(draw(meta, strokes) for _, strokes in distractors),
+        solution=solution,
+        distractors=tuple(strokes for _, strokes in distractors),
         violations=tuple(violations),
         answer_index=answer_index,
         stats=stats,
@@ -295,10 +295,39 @@ def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.r
     valid = {name: strokes for name, strokes in built.items() if _fails_exactly(meta, strokes, name)}
     if len(valid) < 4:
         raise RejectedPuzzle(f"only {len(valid)} valid distractor kinds ({', '.join(sorted(valid))})")
-    names = sorted(valid)
-    chosen = [names[i] for i in sorted(rng.choice(len(names), size=4, replace=False).tolist())]
+    chosen = _least_revealing_subset(route, valid, rng)
     order = rng.permutation(4).tolist()
     return [(chosen[i], valid[chosen[i]]) for i in order]
+
+
+def _ink(strokes: list[Stroke]) -> set:
+    """What a drawing puts on the picture: its cells and the links between them."""
+    ink: set = set()
+    for layer, line in strokes:
+        ink.update((layer, cell) for cell in line)
+        ink.update((layer, *sorted((a, b))) for a, b in zip(line, line[1:]))
+    return ink
+
+
+def _least_revealing_subset(route: list[Stroke], valid: dict[str, list[Stroke]], rng: np.random.Generator) -> list[str]:
+    """Four distractor kinds such that as few context-blind pickers as possible find the solution.
+
+    Ink difference (cells + links drawn differently) stands in for pixel distance: the
+    solution must not be the medoid, the option nearest the mean, or the odd one out.
+    """
+    names = sorted(valid)
+    subsets = [list(c) for c in combinations(names, 4)]
+    scores = []
+    for subset in subsets:
+        inks = [_ink(route)] + [_ink(valid[name]) for name in subset]
+        universe = sorted(set().union(*inks), key=repr)
+        x = np.array([[item in ink for item in universe] for ink in inks], dtype=np.float32)
+        totals = np.abs(x[:, None, :] - x[None, :, :]).sum(axis=(1, 2))
+        near_mean = np.abs(x - x.mean(axis=0)).sum(axis=1)
+        scores.append(int(np.argmin(totals) == 0) + int(np.argmax(totals) == 0) + int(np.argmin(near_mean) == 0))
+    best = min(scores)
+    shortlist = [subset for subset, score in zip(subsets, scores) if score == best]
+    return shortlist[int(rng.integers(len(shortlist)))]
 
 
 def _wall_breach(layer: Layer, head: list[Cell], tail: list[Cell], branch: list[Cell]) -> list[Cell] | None:
@@ -387,8 +416,8 @@ def _merge_collinear(segments: list[tuple[float, float, float, float]]) -> list[
     return merged
 
 
-def draw(meta: dict, strokes: list[Stroke]) -> str:
-    """The puzzle SVG, with ``strokes`` drawn on top as the answer path."""
+def draw(meta: dict, strokes: list[Stroke] | None) -> str:
+    """The puzzle SVG, with ``strokes`` (if any) drawn on top as the answer path."""
     layout, palette = meta["layout"], meta["palette"]
     drawing = new_drawing(layout["width"], layout["height"], palette["background"], crisp=True)
     inset = 0.12 * CELL
@@ -413,7 +442,7 @@ def draw(meta: dict, strokes: list[Stroke]) -> str:
         d = f"M{fmt(x - 6)} {fmt(y - 12)}L{fmt(x + 6)} {fmt(y)}L{fmt(x - 6)} {fmt(y + 12)}"
         drawing.add(drawing.path(d=d, stroke=palette["chevron"], stroke_width=4, fill="none",
                                  stroke_linecap="round", stroke_linejoin="round"))
-    for layer, line in strokes:
+    for layer, line in strokes or []:
         points = [cell_centre(meta, layer, cell) for cell in line]
         if len(points) == 1:
             drawing.add(drawing.circle(center=(fmt(points[0][0]), fmt(points[0][1])), r=fmt(PATH_WIDTH / 2), fill=palette["path"]))
@@ -431,6 +460,7 @@ register_task(
         checks=maze_verifier.CHECKS,
         difficulties=DIFFICULTIES,
         generate=generate,
+        draw=draw,
         verify=maze_verifier.verify,
         description="Multi-layer maze: draw the route from green to red, changing layer only at matching portals.",
     )

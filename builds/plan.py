@@ -1,0 +1,59 @@
+"""The plan: one item per task x difficulty x index, grouped into shards."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vrforge.builds.recipe import Recipe
+
+MAIN_RESOLUTION = 1024
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    task: str
+    difficulty: str
+    index: int
+    recipe_seed: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.task}-{self.difficulty}-{self.index:04d}"
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Rows [start, stop) of one (task, difficulty): one parquet file per resolution."""
+
+    task: str
+    difficulty: str
+    number: int
+    of: int
+    start: int
+    stop: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.task}-{self.difficulty}-{self.number:05d}"
+
+    def filename(self, resolution: int) -> str:
+        return f"data/{config_name(self.task, resolution)}/{self.difficulty}-{self.number:05d}-of-{self.of:05d}.parquet"
+
+    def items(self, recipe_seed: int) -> list[PlanItem]:
+        return [PlanItem(self.task, self.difficulty, i, recipe_seed) for i in range(self.start, self.stop)]
+
+
+def config_name(task: str, resolution: int) -> str:
+    """Config ``maze`` holds the 1024 px images, ``maze-512`` and ``maze-2048`` the others."""
+    return task if resolution == MAIN_RESOLUTION else f"{task}-{resolution}"
+
+
+def plan_shards(recipe: Recipe) -> list[Shard]:
+    shards = []
+    for task in recipe.tasks:
+        of = -(-task.count // recipe.rows_per_shard)
+        for difficulty in task.difficulties:
+            for number in range(of):
+                start = number * recipe.rows_per_shard
+                shards.append(Shard(task.task, difficulty, number, of, start, min(task.count, start + recipe.rows_per_shard)))
+    return shards

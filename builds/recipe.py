@@ -1,0 +1,158 @@
+"""Release recipes (TOML): what to build. Every mistake in one is reported as one line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from vrforge.registry import DIFFICULTIES, UnknownTask, get_task
+from vrforge.render import RESOLUTIONS
+
+KNOWN_KEYS = {"name", "version", "seed", "license", "resolutions", "rows_per_shard", "tasks"}
+TASK_KEYS = {"count", "difficulties"}
+
+
+class RecipeError(ValueError):
+    """A malformed recipe; the message is the one line the user sees."""
+
+
+@dataclass(frozen=True)
+class TaskRecipe:
+    task: str
+    count: int  # puzzles per difficulty
+    difficulties: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    version: str
+    seed: int
+    license: str
+    resolutions: tuple[int, ...]
+    rows_per_shard: int
+    tasks: tuple[TaskRecipe, ...]
+
+    def normalised(self) -> dict[str, Any]:
+        """Plain sorted data: what the config hash and the manifest record."""
+        return {
+            "name": self.name,
+            "version": self.version,
+            "seed": self.seed,
+            "license": self.license,
+            "resolutions": list(self.resolutions),
+            "rows_per_shard": self.rows_per_shard,
+            "tasks": {t.task: {"count": t.count, "difficulties": list(t.difficulties)} for t in self.tasks},
+        }
+
+    def config_hash(self) -> str:
+        """sha256 of the normalised recipe plus each task's generator version (never reprs)."""
+        data = {"recipe": self.normalised(), "generators": {t.task: get_task(t.task).version for t in self.tasks}}
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def limited(self, limit: int | None) -> Recipe:
+        if limit is None:
+            return self
+        if limit < 1:
+            raise RecipeError(f"--limit must be a positive integer, got {limit}")
+        return replace(self, tasks=tuple(replace(t, count=min(t.count, limit)) for t in self.tasks))
+
+    def with_resolutions(self, resolutions: list[int] | None) -> Recipe:
+        if not resolutions:
+            return self
+        return replace(self, resolutions=_resolutions(resolutions, "--resolutions"))
+
+
+def _resolutions(value: Any, where: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value:
+        raise RecipeError(f"{where} must be a non-empty list of {'/'.join(map(str, RESOLUTIONS))}")
+    for item in value:
+        if item not in RESOLUTIONS or isinstance(item, bool):
+            raise RecipeError(f"{where}: unsupported resolution {item!r} (choose from {', '.join(map(str, RESOLUTIONS))})")
+    if len(set(value)) != len(value):
+        raise RecipeError(f"{where}: repeated resolution")
+    return tuple(sorted(value))
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise RecipeError(f"{where} must be a positive integer, got {value!r}")
+    return value
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RecipeError(f"recipe not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecipeError(f"cannot read recipe {path}: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RecipeError(f"{path}: invalid TOML: {exc}") from None
+    return parse_recipe(data, str(path))
+
+
+def parse_recipe(data: dict[str, Any], source: str = "recipe") -> Recipe:
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise RecipeError(f"{source}: unknown key(s) {', '.join(unknown)}")
+    for key in ("name", "version", "seed", "tasks"):
+        if key not in data:
+            raise RecipeError(f"{source}: missing required field '{key}'")
+    for key in ("name", "version"):
+        if not isinstance(data[key], str) or not data[key].strip():
+            raise RecipeError(f"{source}: '{key}' must be a non-empty string")
+    seed = data["seed"]
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise RecipeError(f"{source}: 'seed' must be a non-negative integer, got {seed!r}")
+    license_ = data.get("license", "cc-by-4.0")
+    if not isinstance(license_, str):
+        raise RecipeError(f"{source}: 'license' must be a string")
+    resolutions = _resolutions(data.get("resolutions", list(RESOLUTIONS)), f"{source}: 'resolutions'")
+    rows_per_shard = _positive_int(data.get("rows_per_shard", 100), f"{source}: 'rows_per_shard'")
+    tasks_table = data["tasks"]
+    if not isinstance(tasks_table, dict) or not tasks_table:
+        raise RecipeError(f"{source}: [tasks] must list at least one task, e.g. [tasks.maze]")
+    tasks = []
+    for name in sorted(tasks_table):
+        entry = tasks_table[name]
+        where = f"{source}: [tasks.{name}]"
+        try:
+            spec = get_task(name)
+        except UnknownTask as exc:
+            raise RecipeError(f"{where}: {exc.args[0]}") from None
+        if not isinstance(entry, dict):
+            raise RecipeError(f"{where} must be a table")
+        extra = sorted(set(entry) - TASK_KEYS)
+        if extra:
+            raise RecipeError(f"{where}: unknown key(s) {', '.join(extra)}")
+        if "count" not in entry:
+            raise RecipeError(f"{where}: missing required field 'count'")
+        count = _positive_int(entry["count"], f"{where} count")
+        difficulties = entry.get("difficulties", list(DIFFICULTIES))
+        if not isinstance(difficulties, list) or not difficulties:
+            raise RecipeError(f"{where}: 'difficulties' must be a non-empty list")
+        for difficulty in difficulties:
+            if difficulty not in spec.difficulties:
+                raise RecipeError(f"{where}: unknown difficulty {difficulty!r} (choose from {', '.join(spec.difficulties)})")
+        if len(set(difficulties)) != len(difficulties):
+            raise RecipeError(f"{where}: repeated difficulty")
+        ordered = tuple(d for d in DIFFICULTIES if d in difficulties)
+        tasks.append(TaskRecipe(task=name, count=count, difficulties=ordered))
+    return Recipe(
+        name=data["name"].strip(),
+        version=data["version"].strip(),
+        seed=seed,
+        license=license_,
+        resolutions=resolutions,
+        rows_per_shard=rows_per_shard,
+        tasks=tuple(tasks),
+    )

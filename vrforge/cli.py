@@ -1,0 +1,188 @@
+"""The ``vrforge`` command line. User mistakes end in one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class UserError(Exception):
+    """Raised for anything the user can fix; printed as one line."""
+
+
+def _cmd_tasks(args: argparse.Namespace) -> int:
+    from vrforge.registry import all_tasks
+
+    tasks = all_tasks()
+    if args.json:
+        print(json.dumps([{"name": t.name, "domain": t.domain, "version": t.version, "checks": list(t.checks),
+                           "difficulties": t.parameters()} for t in tasks], indent=2))
+        return 0
+    for spec in tasks:
+        print(f"{spec.name}  (domain: {spec.domain}, version {spec.version})")
+        print(f"  {spec.description}")
+        for difficulty, params in spec.parameters().items():
+            print(f"  {difficulty:<7} " + ", ".join(f"{k}={v}" for k, v in params.items()))
+        print(f"  checks: {', '.join(spec.checks)}")
+    return 0
+
+
+def _cmd_sample(args: argparse.Namespace) -> int:
+    from vrforge.builds.fileio import write_bytes_atomic
+    from vrforge.builds.item import ItemFailed, build_item
+    from vrforge.builds.plan import PlanItem
+    from vrforge.builds.recipe import RecipeError, _resolutions
+    from vrforge.registry import UnknownTask, get_task
+
+    try:
+        spec = get_task(args.task)
+        spec.config(args.difficulty)
+        resolutions = _resolutions(args.resolutions, "--resolutions")
+    except (UnknownTask, KeyError, RecipeError) as exc:
+        raise UserError(exc.args[0]) from None
+    if args.index < 0:
+        raise UserError(f"--index must be non-negative, got {args.index}")
+    item = PlanItem(args.task, args.difficulty, args.index, args.seed)
+    try:
+        built = build_item(item, resolutions, config_hash="sample")
+    except ItemFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    out = Path(args.out) / item.id
+    write_bytes_atomic(out / "meta.json", (json.dumps(json.loads(built.fields["meta"]), indent=2) + "\n").encode())
+    write_bytes_atomic(out / "puzzle.svg", built.fields["svg_puzzle"].encode())
+    write_bytes_atomic(out / "solution.svg", built.fields["svg_solution"].encode())
+    for res, images in built.images.items():
+        write_bytes_atomic(out / f"puzzle_{res}.png", images["puzzle"])
+        write_bytes_atomic(out / f"solution_{res}.png", images["solution"])
+        for k, (png, name) in enumerate(zip(images["distractors"], built.fields["distractor_violations"])):
+            write_bytes_atomic(out / f"distractor{k}_{name}_{res}.png", png)
+    info = {k: built.fields[k] for k in ("id", "seed", "answer_index", "distractor_violations", "generator_version")}
+    info["stats"] = built.stats
+    info["rejected_attempts"] = dict(built.rejections)
+    write_bytes_atomic(out / "item.json", (json.dumps(info, indent=2) + "\n").encode())
+    print(f"wrote {out}")
+    return 0
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from vrforge.builds.build import BuildError, build
+    from vrforge.builds.recipe import RecipeError, load_recipe
+
+    try:
+        recipe = load_recipe(args.recipe).limited(args.limit).with_resolutions(args.resolutions)
+    except RecipeError as exc:
+        raise UserError(str(exc)) from None
+    if args.workers < 1:
+        raise UserError(f"--workers must be at least 1, got {args.workers}")
+    out = Path(args.out) if args.out else Path("datasets") / f"{recipe.name}-{recipe.version}"
+    try:
+        result = build(recipe, out, workers=args.workers, progress=not args.quiet)
+    except BuildError as exc:
+        raise UserError(str(exc)) from None
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: finished shards in {out} are kept; run the same command to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if result.already_complete:
+        print(f"{out} already holds this build (manifest.json); nothing to do")
+    else:
+        print(f"built {result.items_built} puzzles into {out} in {result.wall:.1f} s "
+              f"({result.shards_skipped} shards already done)")
+    return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from vrforge.registry import UnknownTask, get_task
+
+    try:
+        spec = get_task(args.task)
+    except UnknownTask as exc:
+        raise UserError(exc.args[0]) from None
+    meta = _read_meta(Path(args.meta))
+    if meta.get("task", args.task) != args.task:
+        raise UserError(f"{args.meta} is meta for task {meta.get('task')!r}, not {args.task!r}")
+    try:
+        verdict = spec.verify(meta, Path(args.image))
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
+        raise UserError(f"{args.meta} is not valid {args.task} meta ({type(exc).__name__}: {exc})") from None
+    print(json.dumps(verdict.to_dict(), indent=2))
+    if not verdict.usable:
+        return EXIT_USAGE
+    return 0 if verdict.passed else EXIT_FAIL
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"meta file not found: {path}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"cannot read meta {path}: {exc}") from None
+    if isinstance(meta, str):  # a row's meta column holds JSON text; accept it double-encoded
+        try:
+            meta = json.loads(meta)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"cannot read meta {path}: {exc}") from None
+    if not isinstance(meta, dict):
+        raise UserError(f"{path} must hold a JSON object")
+    return meta
+
+
+def _parser() -> argparse.ArgumentParser:
+    from vrforge import __version__
+    from vrforge.registry import DIFFICULTIES
+    from vrforge.render import RESOLUTIONS
+
+    parser = argparse.ArgumentParser(prog="vrforge", description="Build, publish and evaluate visual-reasoning benchmarks.")
+    parser.add_argument("--version", action="version", version=f"vrforge {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("tasks", help="list registered tasks, domains and difficulty parameters")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_tasks)
+
+    p = sub.add_parser("sample", help="write one puzzle's SVGs, PNGs and meta to look at")
+    p.add_argument("task")
+    p.add_argument("--difficulty", default="easy", choices=DIFFICULTIES)
+    p.add_argument("--index", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="recipe seed (default 0)")
+    p.add_argument("--resolutions", type=int, nargs="+", default=list(RESOLUTIONS))
+    p.add_argument("--out", default="samples")
+    p.set_defaults(func=_cmd_sample)
+
+    p = sub.add_parser("build", help="build a release from a recipe")
+    p.add_argument("recipe", help="builds/recipes/<name>.toml")
+    p.add_argument("--out", help="dataset folder (default datasets/<name>-<version>)")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--limit", type=int, help="at most N puzzles per task and difficulty")
+    p.add_argument("--resolutions", type=int, nargs="+", help="override the recipe's resolutions")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_build)
+
+    p = sub.add_parser("verify", help="check an answer image against a puzzle's meta")
+    p.add_argument("task")
+    p.add_argument("--meta", required=True, help="the row's meta as a JSON file")
+    p.add_argument("image")
+    p.set_defaults(func=_cmd_verify)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as exc:
+        print(f"vrforge {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())
