@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -53,9 +54,7 @@ class ShardWriter:
 
     def abort(self) -> None:
         for writer in self.writers.values():
-            try:
+            with contextlib.suppress(Exception):  # best effort while unwinding an interrupt
                 writer.close()
-            except Exception:  # noqa: BLE001 - best effort while unwinding an interrupt
-                pass
         for path in self.paths.values():
             temporary_path(path).unlink(missing_ok=True)
