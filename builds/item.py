@@ -1,7 +1,7 @@
 """One item through generate -> draw -> render -> check -> encode, with the acceptance loop.
 
 An attempt is kept only if its meta validates, the solution passes its verifier at every
-resolution, each distractor fails exactly the check it claims (also at every resolution)
+resolution, each distractor fails exactly the check it claims (at the smallest resolution)
 and the five options are pairwise different as pixels. A rejected attempt is redrawn with
 the next derived seed, and the reason is counted. The result depends only on the item's
 coordinates, never on the process or on what was built before.
@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
+from PIL import Image
 from vrforge.builds.plan import PlanItem
 from vrforge.schemas.tacit import meta_errors
 
@@ -105,7 +105,7 @@ def build_item(item: PlanItem, resolutions: tuple[int, ...], config_hash: str) -
     raise ItemFailed(f"{item.id}: no acceptable puzzle in {MAX_ATTEMPTS} attempts ({dict(rejections)})")
 
 
-def _check(spec: Any, puzzle: Any, solution: dict[int, np.ndarray], distractors: list[dict[int, np.ndarray]],
+def _check(spec: Any, puzzle: Any, solution: dict[int, Image.Image], distractors: list[dict[int, Image.Image]],
            resolutions: tuple[int, ...]) -> str | None:
     """The reason an attempt must be rejected, or None when it is acceptable."""
     errors = meta_errors(spec.name, puzzle.meta)
@@ -115,11 +115,13 @@ def _check(spec: Any, puzzle: Any, solution: dict[int, np.ndarray], distractors:
         verdict = spec.verify(puzzle.meta, solution[res])
         if not verdict.passed:
             return f"solution fails at {res} px ({verdict.reason})"
-        for name, raster in zip(puzzle.violations, distractors):
-            failed = spec.verify(puzzle.meta, raster[res]).failed
-            if failed != [name]:
-                return f"distractor '{name}' fails {failed or 'nothing'} at {res} px"
+    # Distractors are judged where reading is hardest, the smallest size; the release audit
+    # re-verifies every option at every resolution.
     smallest = resolutions[0]
+    for name, raster in zip(puzzle.violations, distractors):
+        failed = spec.verify(puzzle.meta, raster[smallest]).failed
+        if failed != [name]:
+            return f"distractor '{name}' fails {failed or 'nothing'} at {smallest} px"
     digests = [hashlib.sha256(r[smallest].tobytes()).digest() for r in [solution, *distractors]]
     if len(set(digests)) != len(digests):
         return "two options are identical pixels"

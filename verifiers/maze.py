@@ -12,6 +12,7 @@ as long as it runs through cell centres in the path colour.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import networkx as nx
@@ -48,15 +49,14 @@ def judge(meta: Mapping[str, Any], cells: set[Node], links: set[tuple[Node, Node
         if upper in cells and link_degree[(layer, r, c)] <= 1 and link_degree[upper] <= 1:
             graph.add_edge((layer, r, c), upper)
             skip |= (layer, (r, c)) not in portals
-    components = [graph.subgraph(nodes) for nodes in nx.connected_components(graph)]
-    simple = all(
-        comp.number_of_edges() == comp.number_of_nodes() - 1 and max(d for _, d in comp.degree()) <= 2
-        for comp in components
-    )
+    components = nx.number_connected_components(graph)
+    # A forest whose nodes have degree <= 2 is a set of simple paths: no branch, no loop.
+    simple = graph.number_of_edges() == graph.number_of_nodes() - components and max(
+        (d for _, d in graph.degree()), default=0) <= 2
     return {
         "missing_start": start in cells,
         "wrong_exit": end in cells,
-        "disconnected": len(components) == 1,
+        "disconnected": components == 1,
         "branching": simple,
         "wall_breach": not breach,
         "portal_skip": not skip,
@@ -76,17 +76,21 @@ def _is_open(meta: Mapping[str, Any], a: Node, b: Node) -> bool:
 def sample_grid(meta: Mapping[str, Any]) -> tuple[list[Node], list[tuple[Node, Node]], np.ndarray]:
     """Normalised sample points: all cell centres, then all boundaries between neighbours."""
     layout = meta["layout"]
-    width, height, cell = layout["width"], layout["height"], layout["cell"]
-    n = meta["size"]
+    key = (meta["size"], layout["width"], layout["height"], layout["cell"], tuple(map(tuple, layout["origins"])))
+    return _sample_grid(*key)
+
+
+@lru_cache(maxsize=64)
+def _sample_grid(n: int, width: float, height: float, cell: float, origins: tuple[tuple[float, float], ...]):
     nodes: list[Node] = []
     links: list[tuple[Node, Node]] = []
     points: list[tuple[float, float]] = []
-    for layer, (ox, oy) in enumerate(layout["origins"]):
+    for layer, (ox, oy) in enumerate(origins):
         for r in range(n):
             for c in range(n):
                 nodes.append((layer, r, c))
                 points.append((ox + (c + 0.5) * cell, oy + (r + 0.5) * cell))
-    for layer, (ox, oy) in enumerate(layout["origins"]):
+    for layer, (ox, oy) in enumerate(origins):
         for r in range(n):
             for c in range(n):
                 if c + 1 < n:
@@ -96,6 +100,7 @@ def sample_grid(meta: Mapping[str, Any]) -> tuple[list[Node], list[tuple[Node, N
                     links.append(((layer, r, c), (layer, r + 1, c)))
                     points.append((ox + (c + 0.5) * cell, oy + (r + 1) * cell))
     normalised = np.asarray(points, dtype=np.float64) / np.asarray([width, height], dtype=np.float64)
+    normalised.flags.writeable = False
     return nodes, links, normalised
 
 

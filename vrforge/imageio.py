@@ -63,6 +63,8 @@ def _from_pil(image: Image.Image, max_pixels: int) -> np.ndarray:
     if min(width, height) < MIN_SIDE:
         raise UnusableImage(f"image too small: {width}x{height}")
     image.load()  # decode now so truncation surfaces here, not later
+    if image.mode == "RGB":
+        return np.asarray(image, dtype=np.uint8)
     if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info):
         # Composite transparency over white, the background every puzzle is drawn on.
         rgba = image.convert("RGBA")

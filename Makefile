@@ -1,0 +1,38 @@
+# vrforge: the everyday commands. Run `make install` once (or let the targets below do it).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+RECIPE ?= builds/recipes/tacit.toml
+WORKERS ?= 2
+OUT ?= datasets/tacit
+
+.PHONY: install dataset sample test test-all bench lint clean
+
+$(BIN)/vrforge: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+install: $(BIN)/vrforge
+
+dataset: install
+	$(BIN)/vrforge build $(RECIPE) --workers $(WORKERS) --out $(OUT)
+
+sample: install
+	$(BIN)/vrforge sample maze --difficulty hard --out samples
+
+test: install
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q
+
+test-all: install
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m ''
+
+bench: install
+	$(BIN)/python -m vrforge.bench.build_throughput
+
+lint: install
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf build dist *.egg-info samples .pytest_cache .ruff_cache

@@ -1,0 +1,133 @@
+"""Build throughput: vrforge's pipeline against the naive way, in one run.
+
+Builds N and 2N maze puzzles (every difficulty, 512/1024/2048 px) with the real build
+(generate, draw, render, check, encode, write parquet), each size in a fresh process so its
+peak RSS is its own. The naive baseline draws the same puzzles and renders each SVG with
+``cairosvg.svg2png`` once per size, then saves it with Pillow's default PNG settings.
+
+    python -m vrforge.bench.build_throughput --puzzles 30
+
+writes bench/results/build_throughput.json. Targets: ratio >= 3, peak RSS < 1 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TASK = "maze"
+RESOLUTIONS = (512, 1024, 2048)
+IMAGES_PER_PUZZLE = 6  # puzzle, solution, four distractors
+
+
+def _recipe(per_difficulty: int) -> dict:
+    return {
+        "name": "bench", "version": "0.0.0", "seed": 1, "resolutions": list(RESOLUTIONS), "rows_per_shard": 50,
+        "tasks": {TASK: {"count": per_difficulty, "difficulties": ["easy", "medium", "hard"]}},
+    }
+
+
+def run_pipeline(per_difficulty: int) -> dict:
+    from vrforge.builds.build import build
+    from vrforge.builds.recipe import parse_recipe
+
+    recipe = parse_recipe(_recipe(per_difficulty))
+    with tempfile.TemporaryDirectory() as tmp:
+        result = build(recipe, Path(tmp) / "out", workers=1, progress=False)
+    puzzles = per_difficulty * 3
+    return {
+        "puzzles": puzzles,
+        "seconds": round(result.wall, 3),
+        "puzzles_per_s": round(puzzles / result.wall, 3),
+        "pngs_per_s": round(puzzles * IMAGES_PER_PUZZLE * len(RESOLUTIONS) / result.wall, 2),
+        "stage_seconds": {k: round(v, 3) for k, v in result.seconds.items()},
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def run_naive(per_difficulty: int) -> dict:
+    import cairosvg
+    from PIL import Image
+    from vrforge.builds.plan import PlanItem
+
+    from vrforge.registry import get_task
+    from vrforge.seeding import derive_seed, item_rng
+    from vrforge.types import RejectedPuzzle
+
+    spec = get_task(TASK)
+    started = time.perf_counter()
+    for difficulty in ("easy", "medium", "hard"):
+        for index in range(per_difficulty):
+            item = PlanItem(TASK, difficulty, index, 1)
+            for attempt in range(25):
+                try:
+                    seed = derive_seed(item.recipe_seed, TASK, difficulty, index, attempt)
+                    puzzle = spec.generate(spec.config(difficulty), item_rng(seed))
+                    break
+                except RejectedPuzzle:
+                    continue
+            for answer in [None, puzzle.solution, *puzzle.distractors]:
+                svg = spec.draw(puzzle.meta, answer).encode()
+                for width in RESOLUTIONS:
+                    png = cairosvg.svg2png(bytestring=svg, output_width=width)
+                    Image.open(io.BytesIO(png)).save(io.BytesIO(), format="PNG")
+    seconds = time.perf_counter() - started
+    puzzles = per_difficulty * 3
+    return {
+        "puzzles": puzzles,
+        "seconds": round(seconds, 3),
+        "puzzles_per_s": round(puzzles / seconds, 3),
+        "pngs_per_s": round(puzzles * IMAGES_PER_PUZZLE * len(RESOLUTIONS) / seconds, 2),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def _child(mode: str, per_difficulty: int) -> dict:
+    output = subprocess.run([sys.executable, "-m", "vrforge.bench.build_throughput", "--child", mode,
+                             "--puzzles", str(per_difficulty)], check=True, capture_output=True, text=True).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--puzzles", type=int, default=30, help="puzzles per difficulty for the N run")
+    parser.add_argument("--out", default="bench/results/build_throughput.json")
+    parser.add_argument("--child", choices=("pipeline", "naive"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        runner = run_pipeline if args.child == "pipeline" else run_naive
+        print(json.dumps(runner(args.puzzles)))
+        return 0
+
+    n = args.puzzles
+    pipeline_n = _child("pipeline", n)
+    pipeline_2n = _child("pipeline", 2 * n)
+    naive_n = _child("naive", n)
+    ratio = pipeline_n["puzzles_per_s"] / naive_n["puzzles_per_s"]
+    peak = max(pipeline_n["peak_rss_mb"], pipeline_2n["peak_rss_mb"])
+    report = {
+        "task": TASK,
+        "resolutions": list(RESOLUTIONS),
+        "pipeline": {"N": pipeline_n, "2N": pipeline_2n},
+        "naive": naive_n,
+        "throughput_ratio": round(ratio, 2),
+        "cost_growth_N_to_2N": round(pipeline_2n["seconds"] / pipeline_n["seconds"], 3),
+        "peak_rss_mb": peak,
+        "targets": {"throughput_ratio": ">= 3", "peak_rss_mb": "< 1024"},
+        "passed": ratio >= 3 and peak < 1024,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(report, indent=2))
+    return 0 if report["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""The build: dataset folder, determinism across workers, resume after a kill, load_dataset."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import datasets
+import pytest
+from PIL import Image
+from vrforge.builds.build import build
+from vrforge.builds.fileio import sha256_file
+from vrforge.builds.recipe import parse_recipe
+
+from vrforge.registry import get_task
+
+RECIPE = {"name": "mini", "version": "0.0.1", "seed": 7, "resolutions": [512, 1024, 2048], "rows_per_shard": 2,
+          "tasks": {"maze": {"count": 3, "difficulties": ["easy", "medium", "hard"]}}}
+
+
+def folder_hashes(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("one") / "ds"
+    build(parse_recipe(RECIPE), out, workers=1, progress=False)
+    return out
+
+
+def test_folder_layout_and_manifest(built):
+    names = {p.relative_to(built).as_posix() for p in built.rglob("*") if p.is_file()}
+    for config in ("maze", "maze-512", "maze-2048"):
+        for split in ("easy", "medium", "hard"):
+            assert {f"data/{config}/{split}-00000-of-00002.parquet", f"data/{config}/{split}-00001-of-00002.parquet"} <= names
+    assert {"README.md", "manifest.json", "gallery/maze.png"} <= names
+    assert not any(n.startswith(".build") or "/." in n or n.startswith(".") for n in names)
+    manifest = json.loads((built / "manifest.json").read_text())
+    assert manifest["rows"]["maze"] == {"easy": 3, "medium": 3, "hard": 3}
+    assert manifest["config_hash"] == parse_recipe(RECIPE).config_hash()
+    assert set(manifest["files"]) == names - {"manifest.json"}
+    for name, entry in manifest["files"].items():
+        assert sha256_file(built / name) == entry["sha256"]
+    stats = manifest["difficulty_stats"]["maze"]
+    assert stats["easy"]["route_length"] < stats["medium"]["route_length"] < stats["hard"]["route_length"]
+
+
+def test_card_declares_configs_and_licence(built):
+    card = (built / "README.md").read_text()
+    assert card.startswith("---\nlicense: cc-by-4.0\n")
+    assert "- config_name: maze\n" in card and "  default: true" in card
+    assert "path: data/maze-2048/hard-*.parquet" in card
+    assert "![gallery/maze.png](gallery/maze.png)" in card
+    gallery = Image.open(built / "gallery" / "maze.png")
+    assert gallery.width > 1000 and gallery.height > 300
+
+
+def test_load_dataset_round_trip_with_typed_images(built):
+    ds = datasets.load_dataset(str(built), "maze", split="hard")
+    assert len(ds) == 3
+    row = ds[0]
+    assert row["id"] == "maze-hard-0000"
+    assert isinstance(row["puzzle"], Image.Image) and row["puzzle"].width == 1024
+    assert len(row["distractors"]) == 4 and all(isinstance(d, Image.Image) for d in row["distractors"])
+    meta = json.loads(row["meta"])
+    spec = get_task("maze")
+    assert spec.verify(meta, row["solution"]).passed
+    for image, name in zip(row["distractors"], row["distractor_violations"]):
+        assert spec.verify(meta, image).failed == [name]
+    small = datasets.load_dataset(str(built), "maze-512", split="easy")
+    assert small[0]["solution"].width == 512 and small[0]["id"] == "maze-easy-0000"
+    streamed = next(iter(datasets.load_dataset(str(built), "maze-2048", split="medium", streaming=True)))
+    assert streamed["puzzle"].width == 2048
+
+
+def test_worker_count_does_not_change_a_single_byte(built, tmp_path):
+    out = tmp_path / "two"
+    build(parse_recipe(RECIPE), out, workers=2, progress=False)
+    assert folder_hashes(out) == folder_hashes(built)
+
+
+def test_rebuilding_a_finished_folder_is_a_no_op(built):
+    before = folder_hashes(built)
+    result = build(parse_recipe(RECIPE), built, workers=1, progress=False)
+    assert result.already_complete and folder_hashes(built) == before
+
+
+def test_resume_after_kill_gives_the_uninterrupted_result(built, tmp_path):
+    recipe = tmp_path / "mini.toml"
+    recipe.write_text(
+        'name = "mini"\nversion = "0.0.1"\nseed = 7\nresolutions = [512, 1024, 2048]\nrows_per_shard = 2\n'
+        '[tasks.maze]\ncount = 3\ndifficulties = ["easy", "medium", "hard"]\n')
+    out = tmp_path / "killed"
+    command = [sys.executable, "-m", "vrforge.cli", "build", str(recipe), "--out", str(out), "--quiet"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shards = out / ".build" / "shards"
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(shards.glob("*.json"))) < 2:
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (out / "manifest.json").exists()
+    done = len(list(shards.glob("*.json")))
+    assert 2 <= done < 6  # killed part-way: some shards committed, some not
+    visible = [p for p in out.rglob("*.parquet")]
+    assert all(not p.name.startswith(".") for p in visible)
+    finished = subprocess.run(command, capture_output=True, text=True)
+    assert finished.returncode == 0, finished.stderr
+    assert folder_hashes(out) == folder_hashes(built)
+
+
+def test_a_different_recipe_never_overwrites_a_build(built, capsys):
+    from vrforge.cli import main
+
+    path = built.parent / "other.toml"
+    path.write_text(
+        'name = "mini"\nversion = "0.0.1"\nseed = 8\nrows_per_shard = 2\n[tasks.maze]\ncount = 3\n')
+    before = folder_hashes(built)
+    assert main(["build", str(path), "--out", str(built), "--quiet"]) == 2
+    assert "holds a different build" in capsys.readouterr().err
+    assert folder_hashes(built) == before
