@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -10,35 +11,42 @@ from PIL import Image, ImageDraw
 
 from vrforge.render import encode_png
 
-TILE = 320  # longest side of each picture on the sheet
-PAD = 12
+SHEET_WIDTH = 1920
+PAD = 16
+GAP = 40  # between difficulties
 SOLUTION_FRAME = (46, 125, 50)
 PUZZLE_FRAME = (97, 97, 97)
 
 
-def _fit(png: bytes) -> Image.Image:
-    image = Image.open(io.BytesIO(png)).convert("RGB")
-    image.thumbnail((TILE, TILE), Image.Resampling.LANCZOS)
-    return image
+def _columns(aspect: float) -> int:
+    """Six tiles per line for squarish pictures, fewer for wide ones so they stay readable."""
+    return 6 if aspect < 1.6 else 3 if aspect < 3.5 else 2
 
 
 def gallery_sheet(examples: Sequence[dict]) -> bytes:
     """``examples``: rows with PNG bytes under puzzle/solution/distractors and answer_index."""
-    rows = []
+    blocks = []
     for example in examples:
         options = list(example["distractors"])
         options.insert(example["answer_index"], example["solution"])
-        rows.append([(_fit(example["puzzle"]), PUZZLE_FRAME)]
-                    + [(_fit(png), SOLUTION_FRAME if i == example["answer_index"] else None) for i, png in enumerate(options)])
-    tile_w = max(image.width for row in rows for image, _ in row)
-    tile_h = max(image.height for row in rows for image, _ in row)
-    sheet = Image.new("RGB", (PAD + 6 * (tile_w + PAD) + PAD, PAD + len(rows) * (tile_h + PAD)), (255, 255, 255))
+        images = [Image.open(io.BytesIO(png)).convert("RGB") for png in [example["puzzle"], *options]]
+        frames = [PUZZLE_FRAME] + [SOLUTION_FRAME if i == example["answer_index"] else None for i in range(len(options))]
+        aspect = images[0].width / images[0].height
+        columns = _columns(aspect)
+        tile_w = (SHEET_WIDTH - PAD * (columns + 1)) // columns
+        tile_h = round(tile_w / aspect)
+        tiles = [image.resize((tile_w, tile_h), Image.Resampling.LANCZOS) for image in images]
+        blocks.append((columns, tile_w, tile_h, list(zip(tiles, frames))))
+    height = sum(math.ceil(len(t) / c) * (h + PAD) for c, _, h, t in blocks) + GAP * (len(blocks) - 1) + PAD
+    sheet = Image.new("RGB", (SHEET_WIDTH, height), (255, 255, 255))
     draw = ImageDraw.Draw(sheet)
-    for r, row in enumerate(rows):
-        for c, (image, frame) in enumerate(row):
-            x = PAD + c * (tile_w + PAD) + (PAD if c else 0)
-            y = PAD + r * (tile_h + PAD)
-            sheet.paste(image, (x, y))
+    top = PAD
+    for columns, tile_w, tile_h, tiles in blocks:
+        for k, (tile, frame) in enumerate(tiles):
+            x = PAD + (k % columns) * (tile_w + PAD)
+            y = top + (k // columns) * (tile_h + PAD)
+            sheet.paste(tile, (x, y))
             if frame:
-                draw.rectangle((x - 4, y - 4, x + image.width + 3, y + image.height + 3), outline=frame, width=4)
+                draw.rectangle((x - 5, y - 5, x + tile_w + 4, y + tile_h + 4), outline=frame, width=5)
+        top += math.ceil(len(tiles) / columns) * (tile_h + PAD) + GAP
     return encode_png(np.asarray(sheet))
