@@ -18,6 +18,7 @@ install: $(BIN)/vrforge
 
 dataset: install
 	$(BIN)/vrforge build $(RECIPE) --workers $(WORKERS) --out $(OUT)
+	$(BIN)/vrforge audit $(OUT) --workers $(WORKERS)
 
 sample: install
 	$(BIN)/vrforge sample maze --difficulty hard --out samples

@@ -55,8 +55,8 @@ def run_pipeline(per_difficulty: int) -> dict:
 def run_naive(per_difficulty: int) -> dict:
     import cairosvg
     from PIL import Image
-    from vrforge.builds.plan import PlanItem
 
+    from vrforge.builds.plan import PlanItem
     from vrforge.registry import get_task
     from vrforge.seeding import derive_seed, item_rng
     from vrforge.types import RejectedPuzzle

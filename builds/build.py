@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from tqdm import tqdm
+
+import vrforge
 from vrforge.builds.fileio import sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.builds.item import STAGES, BuiltItem, build_item
 from vrforge.builds.plan import MAIN_RESOLUTION, PlanItem, Shard, config_name, plan_shards
@@ -27,8 +29,6 @@ from vrforge.builds.recipe import Recipe
 from vrforge.builds.shards import ShardWriter
 from vrforge.cards.card import render_card
 from vrforge.cards.gallery import gallery_sheet
-
-import vrforge
 from vrforge.registry import get_task
 
 STATE_DIR = ".build"

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from PIL import Image
-from vrforge.builds.plan import PlanItem
-from vrforge.schemas.tacit import meta_errors
 
+from vrforge.builds.plan import PlanItem
 from vrforge.registry import get_task
 from vrforge.render import encode_png, rasterise
+from vrforge.schemas.tacit import meta_errors
 from vrforge.seeding import derive_seed, item_rng
 from vrforge.types import RejectedPuzzle
 

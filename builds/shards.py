@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from vrforge.builds.fileio import temporary_path
 from vrforge.builds.item import BuiltItem
 from vrforge.builds.plan import Shard

@@ -9,7 +9,6 @@ from string import Template
 
 from vrforge.builds.plan import MAIN_RESOLUTION, config_name
 from vrforge.builds.recipe import Recipe
-
 from vrforge.registry import get_task
 
 

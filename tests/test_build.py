@@ -13,10 +13,10 @@ from pathlib import Path
 import datasets
 import pytest
 from PIL import Image
+
 from vrforge.builds.build import build
 from vrforge.builds.fileio import sha256_file
 from vrforge.builds.recipe import parse_recipe
-
 from vrforge.registry import get_task
 
 RECIPE = {"name": "mini", "version": "0.0.1", "seed": 7, "resolutions": [512, 1024, 2048], "rows_per_shard": 2,
@@ -125,3 +125,52 @@ def test_a_different_recipe_never_overwrites_a_build(built, capsys):
     assert main(["build", str(path), "--out", str(built), "--quiet"]) == 2
     assert "holds a different build" in capsys.readouterr().err
     assert folder_hashes(built) == before
+
+
+def test_audit_passes_a_fresh_build_and_records_every_figure(built, tmp_path):
+    import shutil
+
+    from vrforge.builds.audit import audit
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    report = audit(copy, progress=False)
+    assert report["passed"], report["problems"] + report["row_failure_examples"]
+    assert report["rows_checked"] == 27  # 3 puzzles x 3 difficulties x 3 resolutions
+    assert set(report["pickers"]["maze"]) == {"medoid", "closest_to_mean", "odd_one_out"}
+    assert sum(report["answer_positions"]["counts"]) == 9
+    assert json.loads((copy / "audit.json").read_text())["manifest_sha256"] == sha256_file(copy / "manifest.json")
+
+
+def test_audit_catches_tampering(built, tmp_path):
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vrforge.builds.audit import audit
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    (copy / "gallery" / "maze.png").write_bytes(b"changed")
+    shard = copy / "data" / "maze-512" / "easy-00000-of-00002.parquet"
+    table = pq.read_table(shard)
+    rows = table.to_pylist()
+    rows[0]["distractors"][0] = rows[0]["solution"]  # a "distractor" identical to the solution
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), shard)
+    report = audit(copy, progress=False)
+    assert not report["passed"]
+    assert "sha256 mismatch: gallery/maze.png" in report["problems"]
+    assert any(p.startswith("sha256 mismatch: data/maze-512/easy-00000") for p in report["problems"])
+    failures = report["row_failure_examples"]
+    assert any("maze-easy-0000" in f and "fails nothing" in f for f in failures)
+    assert any("maze-easy-0000: two options are identical pixels" in f for f in failures)
+
+
+def test_chi_square_uniform_closed_form():
+    from vrforge.builds.audit import chi_square_uniform
+
+    assert chi_square_uniform([20, 20, 20, 20, 20]) == (0.0, 1.0)
+    statistic, p = chi_square_uniform([100, 0, 0, 0, 0])
+    assert statistic == 400.0 and p < 1e-80
+    assert abs(chi_square_uniform([25, 15, 20, 22, 18])[1] - 0.574697) < 1e-6  # scipy.stats.chisquare

@@ -9,14 +9,14 @@ import json
 import numpy as np
 import pytest
 from helpers import jpeg, noise, resized
-from vrforge.generators.tacit import maze
-from vrforge.schemas.tacit import meta_errors
-from vrforge.verifiers import maze as verifier
 
+from vrforge.generators.tacit import maze
 from vrforge.registry import get_task
 from vrforge.render import encode_png, rasterise
+from vrforge.schemas.tacit import meta_errors
 from vrforge.seeding import derive_seed, item_rng
 from vrforge.types import RejectedPuzzle
+from vrforge.verifiers import maze as verifier
 
 SPEC = get_task("maze")
 

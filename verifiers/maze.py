@@ -17,10 +17,10 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
-from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
 
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
+from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
 
 CHECKS = ("missing_start", "wrong_exit", "disconnected", "branching", "wall_breach", "portal_skip")
 ASPECT_TOLERANCE = 0.06

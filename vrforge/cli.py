@@ -118,6 +118,23 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 0 if verdict.passed else EXIT_FAIL
 
 
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from vrforge.builds.audit import AuditError, audit, summary
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise UserError(f"no such dataset folder: {folder}")
+    if args.workers < 1:
+        raise UserError(f"--workers must be at least 1, got {args.workers}")
+    try:
+        report = audit(folder, workers=args.workers, progress=not args.quiet)
+    except AuditError as exc:
+        raise UserError(str(exc)) from None
+    print(summary(report))
+    print(f"wrote {folder / 'audit.json'}")
+    return 0 if report["passed"] else EXIT_FAIL
+
+
 def _read_meta(path: Path) -> dict[str, Any]:
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
@@ -165,6 +182,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resolutions", type=int, nargs="+", help="override the recipe's resolutions")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_build)
+
+    p = sub.add_parser("audit", help="re-check a built dataset folder; writes audit.json (exit 1 if it fails)")
+    p.add_argument("folder")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_audit)
 
     p = sub.add_parser("verify", help="check an answer image against a puzzle's meta")
     p.add_argument("task")

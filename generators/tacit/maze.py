@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-from vrforge.verifiers import maze as maze_verifier
 
 from vrforge.registry import TaskSpec, register_task
 from vrforge.svgdraw import fmt, new_drawing, polyline_path, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
+from vrforge.verifiers import maze as maze_verifier
 
 VERSION = "1.0.0"
 CELL = 20  # SVG units per cell

@@ -1,0 +1,245 @@
+"""The release audit: re-checks a built dataset folder from its files alone.
+
+Per row: meta validates; the solution passes its verifier; each distractor fails exactly its
+named check; the five options are different pixels (all at every resolution config).
+Per release: every file matches the manifest's sha256; the card's configs and the parquet
+row counts match the manifest; the three context-blind pickers stay at or below 0.30 per
+task; the answer position is uniform (chi-square); difficulty statistics grow from easy to
+hard. ``audit.json`` records every figure and the manifest's sha256, which publishing checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import multiprocessing
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+from PIL import Image
+from tqdm import tqdm
+
+from vrforge.builds.fileio import sha256_file, write_json_atomic
+from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
+from vrforge.registry import DIFFICULTIES, UnknownTask, get_task
+from vrforge.schemas.tacit import meta_errors
+
+PICKER_LIMIT = 0.30
+UNIFORM_P_MIN = 0.01
+MAX_LISTED_FAILURES = 50
+
+
+class AuditError(RuntimeError):
+    """The folder cannot be audited at all (no manifest, unreadable card); one line for the user."""
+
+
+def chi_square_uniform(counts: list[int]) -> tuple[float, float]:
+    """Pearson's statistic against a uniform distribution and its p-value (closed form for 4 dof)."""
+    total = sum(counts)
+    expected = total / len(counts)
+    statistic = sum((c - expected) ** 2 / expected for c in counts) if total else 0.0
+    if len(counts) != 5:
+        raise ValueError("closed-form p-value implemented for five positions (4 degrees of freedom)")
+    return statistic, math.exp(-statistic / 2) * (1 + statistic / 2)
+
+
+def card_configs(card: str) -> dict[str, dict[str, str]]:
+    """config -> split -> data_files glob, read from the card's YAML front matter."""
+    match = re.match(r"^---\n(.*?)\n---\n", card, re.S)
+    if not match:
+        raise AuditError("README.md has no YAML front matter")
+    configs: dict[str, dict[str, str]] = {}
+    current = split = None
+    for line in match.group(1).splitlines():
+        if m := re.match(r"^- config_name: (\S+)$", line):
+            current = m.group(1)
+            configs[current] = {}
+        elif current and (m := re.match(r"^  - split: (\S+)$", line)):
+            split = m.group(1)
+        elif current and split and (m := re.match(r"^    path: (\S+)$", line)):
+            configs[current][split] = m.group(1)
+    return configs
+
+
+def _audit_shard(path: str) -> dict[str, Any]:
+    """Every per-row check for one parquet file, plus picker choices and answer positions."""
+    failures: list[str] = []
+    picks: list[tuple[str, dict[str, int], int]] = []
+    rows = 0
+    table = pq.read_table(path)
+    for row in table.to_pylist():
+        rows += 1
+        rid = row["id"]
+        try:
+            spec = get_task(row["task"])
+        except UnknownTask:
+            failures.append(f"{rid}: unknown task {row['task']!r}")
+            continue
+        meta = json.loads(row["meta"])
+        errors = meta_errors(row["task"], meta)
+        if errors:
+            failures.append(f"{rid}: meta does not match its schema ({errors[0]})")
+        solution = row["solution"]["bytes"]
+        verdict = spec.verify(meta, solution)
+        if not verdict.passed:
+            failures.append(f"{rid}: solution fails ({verdict.reason})")
+        distractors = [d["bytes"] for d in row["distractors"]]
+        for png, name in zip(distractors, row["distractor_violations"]):
+            failed = spec.verify(meta, png).failed
+            if failed != [name]:
+                failures.append(f"{rid}: distractor '{name}' fails {failed or 'nothing'}")
+        options = [np.asarray(Image.open(io.BytesIO(png)).convert("RGB")) for png in distractors]
+        options.insert(row["answer_index"], np.asarray(Image.open(io.BytesIO(solution)).convert("RGB")))
+        if len({hashlib.sha256(o.tobytes()).digest() for o in options}) != len(options):
+            failures.append(f"{rid}: two options are identical pixels")
+        picks.append((row["task"], pick_all(options), row["answer_index"]))
+    return {"path": path, "rows": rows, "failures": failures, "picks": picks}
+
+
+def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, Any]:
+    folder = Path(folder)
+    manifest_path = folder / "manifest.json"
+    if not manifest_path.exists():
+        raise AuditError(f"{folder} has no manifest.json (not a built dataset folder)")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    problems: list[str] = []
+
+    # Files against the manifest.
+    listed = manifest.get("files", {})
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {"manifest.json", "audit.json"}
+    for name in sorted(set(listed) - present):
+        problems.append(f"missing file {name}")
+    for name in sorted(present - set(listed)):
+        problems.append(f"file not in manifest: {name}")
+    for name in sorted(set(listed) & present):
+        if sha256_file(folder / name) != listed[name]["sha256"]:
+            problems.append(f"sha256 mismatch: {name}")
+
+    # The card's configs and the row counts.
+    configs = card_configs((folder / "README.md").read_text(encoding="utf-8")) if (folder / "README.md").exists() else {}
+    if not configs:
+        problems.append("README.md card lists no configs")
+    expected_rows = manifest.get("rows", {})
+    if set(configs) != set(expected_rows):
+        problems.append(f"card configs {sorted(configs)} differ from manifest {sorted(expected_rows)}")
+    counted: dict[str, dict[str, int]] = defaultdict(dict)
+    shard_paths: dict[str, list[Path]] = {}
+    for config, splits in configs.items():
+        for split, pattern in splits.items():
+            files = sorted(folder.glob(pattern))
+            if not files:
+                problems.append(f"card glob {pattern} matches no file")
+            counted[config][split] = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+            shard_paths[f"{config}/{split}"] = files
+    for config, splits in expected_rows.items():
+        for split, count in splits.items():
+            if counted.get(config, {}).get(split) != count:
+                problems.append(f"{config}/{split}: {counted.get(config, {}).get(split)} rows, manifest says {count}")
+
+    # Every row, every resolution.
+    paths = [str(p) for files in shard_paths.values() for p in files]
+    results = _map(_audit_shard, paths, workers, progress)
+    row_failures = [f for r in results for f in r["failures"]]
+    smallest_configs = _smallest_resolution_configs(manifest)
+    choices: dict[str, list[dict[str, int]]] = defaultdict(list)
+    answers: dict[str, list[int]] = defaultdict(list)
+    for result in results:
+        config = Path(result["path"]).parent.name
+        if config in smallest_configs:
+            for task, pick, answer in result["picks"]:
+                choices[task].append(pick)
+                answers[task].append(answer)
+
+    pickers = {task: picker_accuracy(choices[task], answers[task]) for task in sorted(choices)}
+    for task, accuracy in pickers.items():
+        for name in PICKERS:
+            if accuracy[name] > PICKER_LIMIT:
+                problems.append(f"{task}: context-blind picker {name} scores {accuracy[name]:.3f} > {PICKER_LIMIT}")
+    positions = Counter(a for values in answers.values() for a in values)
+    counts = [positions.get(i, 0) for i in range(5)]
+    statistic, p_value = chi_square_uniform(counts)
+    if p_value < UNIFORM_P_MIN:
+        problems.append(f"answer positions {counts} are not uniform (chi2={statistic:.2f}, p={p_value:.4f})")
+
+    difficulty = {}
+    for task, by_level in manifest.get("difficulty_stats", {}).items():
+        levels = [d for d in DIFFICULTIES if d in by_level]
+        growing = {}
+        for stat in sorted(by_level[levels[0]]) if levels else []:
+            values = [by_level[d][stat] for d in levels]
+            growing[stat] = {"values": values, "non_decreasing": all(a <= b for a, b in zip(values, values[1:]))}
+        difficulty[task] = growing
+        if growing and not all(g["non_decreasing"] for g in growing.values()):
+            problems.append(f"{task}: a difficulty statistic decreases from easy to hard")
+        if growing and not any(g["values"][0] < g["values"][-1] for g in growing.values()):
+            problems.append(f"{task}: no difficulty statistic grows from easy to hard")
+
+    rows_checked = sum(r["rows"] for r in results)
+    report = {
+        "passed": not problems and not row_failures,
+        "manifest_sha256": sha256_file(manifest_path),
+        "config_hash": manifest.get("config_hash"),
+        "files_checked": len(listed),
+        "rows_checked": rows_checked,
+        "row_failures": len(row_failures),
+        "row_failure_examples": row_failures[:MAX_LISTED_FAILURES],
+        "problems": problems,
+        "pickers": pickers,
+        "picker_limit": PICKER_LIMIT,
+        "answer_positions": {"counts": counts, "chi2": round(statistic, 4), "p_value": round(p_value, 6)},
+        "difficulty_stats": difficulty,
+        "rejections": manifest.get("rejections", {}),
+    }
+    write_json_atomic(folder / "audit.json", report)
+    return report
+
+
+def _smallest_resolution_configs(manifest: dict[str, Any]) -> set[str]:
+    """Pickers are measured once per puzzle, on the smallest resolution."""
+    from vrforge.builds.plan import config_name
+
+    recipe = manifest.get("recipe", {})
+    smallest = min(recipe.get("resolutions", [1024]))
+    return {config_name(task, smallest) for task in recipe.get("tasks", {})}
+
+
+def _map(function, items: list[str], workers: int, progress: bool) -> list[dict[str, Any]]:
+    bar = tqdm(total=len(items), desc="audit shards", unit="shard", disable=not progress, dynamic_ncols=True)
+    results = []
+    try:
+        if workers <= 1:
+            for item in items:
+                results.append(function(item))
+                bar.update(1)
+        else:
+            with multiprocessing.get_context("forkserver").Pool(workers) as pool:
+                for result in pool.imap(function, items):
+                    results.append(result)
+                    bar.update(1)
+    finally:
+        bar.close()
+    return results
+
+
+def summary(report: dict[str, Any]) -> str:
+    """The readable summary printed by ``vrforge audit``: every figure in the report."""
+    lines = [f"audit {'PASSED' if report['passed'] else 'FAILED'}: {report['rows_checked']} rows, "
+             f"{report['files_checked']} files checked, {report['row_failures']} row failures"]
+    for task, accuracy in report["pickers"].items():
+        lines.append(f"  {task}: context-blind pickers " + ", ".join(f"{k} {v:.3f}" for k, v in accuracy.items())
+                     + f" (limit {report['picker_limit']})")
+    positions = report["answer_positions"]
+    lines.append(f"  answer positions {positions['counts']}: chi2 {positions['chi2']}, p {positions['p_value']}")
+    for task, stats in report["difficulty_stats"].items():
+        lines.append(f"  {task}: " + "; ".join(f"{k} {' < '.join(str(v) for v in g['values'])}" for k, g in stats.items()))
+    for task, reasons in report["rejections"].items():
+        lines.append(f"  {task}: {sum(reasons.values())} rejected attempts")
+    lines += [f"  problem: {p}" for p in report["problems"]]
+    lines += [f"  row: {f}" for f in report["row_failure_examples"]]
+    return "\n".join(lines)
