@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import datasets
-import pytest
+from conftest import RECIPE
 from PIL import Image
 
 from vrforge.builds.build import build
@@ -19,19 +19,9 @@ from vrforge.builds.fileio import sha256_file
 from vrforge.builds.recipe import parse_recipe
 from vrforge.registry import get_task
 
-RECIPE = {"name": "mini", "version": "0.0.1", "seed": 7, "resolutions": [512, 1024, 2048], "rows_per_shard": 2,
-          "tasks": {"maze": {"count": 3, "difficulties": ["easy", "medium", "hard"]}}}
-
 
 def folder_hashes(root: Path) -> dict[str, str]:
     return {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("one") / "ds"
-    build(parse_recipe(RECIPE), out, workers=1, progress=False)
-    return out
 
 
 def test_folder_layout_and_manifest(built):

@@ -135,6 +135,29 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return 0 if report["passed"] else EXIT_FAIL
 
 
+def _cmd_publish(args: argparse.Namespace) -> int:
+    from vrforge.builds.publish import PublishError, plan_upload, publish
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise UserError(f"no such dataset folder: {folder}")
+    if args.repo_id.count("/") != 1 or not all(args.repo_id.split("/")):
+        raise UserError(f"--repo-id must look like ORG/NAME, got {args.repo_id!r}")
+    try:
+        plan = plan_upload(folder, args.repo_id)
+        if args.dry_run:
+            for name, size in plan.files:
+                print(f"{size:>12}  {name}")
+            print(f"would upload {len(plan.files)} files ({plan.total_bytes} bytes) to datasets/{plan.repo_id} "
+                  f"and tag {plan.tag}")
+            return 0
+        url = publish(folder, plan, private=args.private)
+    except PublishError as exc:
+        raise UserError(str(exc)) from None
+    print(f"published {len(plan.files)} files to {url} and tagged {plan.tag}")
+    return 0
+
+
 def _read_meta(path: Path) -> dict[str, Any]:
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
@@ -188,6 +211,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_audit)
+
+    p = sub.add_parser("publish", help="upload an audited dataset folder to the hub and tag its version")
+    p.add_argument("folder")
+    p.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repo")
+    p.add_argument("--dry-run", action="store_true", help="list what would be uploaded and stop")
+    p.add_argument("--private", action="store_true", help="create the repo private")
+    p.set_defaults(func=_cmd_publish)
 
     p = sub.add_parser("verify", help="check an answer image against a puzzle's meta")
     p.add_argument("task")
