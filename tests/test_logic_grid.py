@@ -221,20 +221,28 @@ def test_every_clue_is_needed() -> None:
     meta = puzzle.meta
     clues = [("given", *g) for g in meta["givens"]] + [("order", *o) for o in meta["orders"]] + [
         ("forbid", *f) for f in meta["forbidden"]]
-    config = task.DIFFICULTIES["medium"]
-    assert len(task._solve(meta["size"], clues, config)) == 1
+    budget = task.Budget(task.DIFFICULTIES["medium"])
+    assert len(task._solve(meta["size"], clues, budget)) == 1
     for k in range(len(clues)):
-        assert len(task._solve(meta["size"], clues[:k] + clues[k + 1:], config)) == 2
+        assert len(task._solve(meta["size"], clues[:k] + clues[k + 1:], budget)) == 2
 
 
-def test_solver_limit_rejects() -> None:
-    config = task.LogicGridConfig(size=6, given_weight=1, order_weight=1, forbid_weight=1, node_limit=100)
-    with pytest.raises(RejectedPuzzle):
-        task._solve(6, [], config, limit=10**6)
+def test_solver_limits_reject() -> None:
+    config = task.LogicGridConfig(size=6, given_weight=1, order_weight=1, forbid_weight=1, node_limit=100, attempt_nodes=160)
+    budget = task.Budget(config)
+    with pytest.raises(RejectedPuzzle, match="solver node limit"):
+        task._solve(6, [], budget, limit=10**6)  # counting every 6x6 Latin square: far past one call's limit
+    assert budget.spent > 100
+    task._solve(6, [], budget, limit=1)  # one square: a few nodes
+    with pytest.raises(RejectedPuzzle, match="attempt node budget"):
+        task._solve(6, [], budget, limit=10**6)
+    with pytest.raises(RejectedPuzzle):  # generation under a tiny budget is rejected, not slow
+        task.generate(config, item_rng(0))
 
 
 def test_config_validation() -> None:
-    for bad in (task.LogicGridConfig(2, 1, 1, 1), task.LogicGridConfig(5, 0, 0, 0), task.LogicGridConfig(5, 1, 1, 1, 10)):
+    for bad in (task.LogicGridConfig(2, 1, 1, 1), task.LogicGridConfig(5, 0, 0, 0), task.LogicGridConfig(5, 1, 1, 1, 10),
+                task.LogicGridConfig(5, 1, 1, 1, 5000, 1000)):
         with pytest.raises(ValueError):
             bad.validate()
 

@@ -70,7 +70,8 @@ class LogicGridConfig:
     given_weight: float
     order_weight: float
     forbid_weight: float
-    node_limit: int = 4000  # per solver call; beyond it the attempt is rejected
+    node_limit: int = 2000  # search nodes per solver call; beyond it the attempt is rejected
+    attempt_nodes: int = 10000  # search nodes per attempt, all solver calls together
 
     def validate(self) -> None:
         if not 3 <= self.size <= len(SHAPES):
@@ -78,8 +79,8 @@ class LogicGridConfig:
         weights = (self.given_weight, self.order_weight, self.forbid_weight)
         if min(weights) < 0 or sum(weights) <= 0:
             raise ValueError("clue weights must be non-negative and not all zero")
-        if self.node_limit < 100:
-            raise ValueError("node_limit must be at least 100")
+        if not 100 <= self.node_limit <= self.attempt_nodes:
+            raise ValueError("need 100 <= node_limit <= attempt_nodes")
 
 
 DIFFICULTIES = {
@@ -121,7 +122,7 @@ class Solver:
     drops one of them). Solutions are lists of symbol indices, row-major.
     """
 
-    def __init__(self, n: int, clues: list[Clue], rows: bool = True, columns: bool = True, node_limit: int = 4000) -> None:
+    def __init__(self, n: int, clues: list[Clue], rows: bool = True, columns: bool = True, node_limit: int = 2000) -> None:
         self.n, self.nn = n, n * n
         self.full = (1 << n) - 1
         self.node_limit = node_limit
@@ -226,20 +227,35 @@ class Solver:
         return solutions
 
 
-def _solve(n: int, clues: list[Clue], config: LogicGridConfig, limit: int = 2, rows: bool = True, columns: bool = True,
+class Budget:
+    """The search nodes one generation attempt may still spend (a bound on its time)."""
+
+    def __init__(self, config: LogicGridConfig) -> None:
+        self.config = config
+        self.spent = 0
+
+
+def _solve(n: int, clues: list[Clue], budget: Budget, limit: int = 2, rows: bool = True, columns: bool = True,
            rank: np.ndarray | None = None) -> list[list[int]]:
+    config = budget.config
+    allowed = min(config.node_limit, config.attempt_nodes - budget.spent)
+    solver = Solver(n, clues, rows, columns, allowed)
     try:
-        return Solver(n, clues, rows, columns, config.node_limit).solve(limit, rank)
+        return solver.solve(limit, rank)
     except SolverLimit:
+        if allowed < config.node_limit:
+            raise RejectedPuzzle("attempt node budget exceeded") from None
         raise RejectedPuzzle("solver node limit exceeded") from None
+    finally:
+        budget.spent += solver.nodes
 
 
-def _other_solution(n: int, clues: list[Clue], solution: list[int], config: LogicGridConfig, rng: np.random.Generator,
+def _other_solution(n: int, clues: list[Clue], solution: list[int], budget: Budget, rng: np.random.Generator,
                     rows: bool = True, columns: bool = True) -> list[int] | None:
     """A solution different from ``solution`` under ``clues`` (and the unit rules asked), or None."""
     rank = rng.random((n * n, n))
     rank[np.arange(n * n), solution] = -1.0  # the solution's value first: the second grid found is a near one
-    for found in _solve(n, clues, config, 2, rows, columns, rank):
+    for found in _solve(n, clues, budget, 2, rows, columns, rank):
         if found != solution:
             return found
     return None
@@ -265,13 +281,14 @@ def _candidate_clues(solution: list[int], other: list[int], n: int, clues: list[
     return out
 
 
-def _make_clues(solution: list[int], config: LogicGridConfig, rng: np.random.Generator) -> list[Clue]:
+def _make_clues(solution: list[int], budget: Budget, rng: np.random.Generator) -> list[Clue]:
+    config = budget.config
     n = config.size
     weights = np.array([config.given_weight, config.order_weight, config.forbid_weight], dtype=np.float64)
     kinds = ("given", "order", "forbid")
     clues: list[Clue] = []
     for _ in range(4 * n * n):
-        other = _other_solution(n, clues, solution, config, rng)
+        other = _other_solution(n, clues, solution, budget, rng)
         if other is None:
             break
         options = _candidate_clues(solution, other, n, clues)
@@ -283,13 +300,13 @@ def _make_clues(solution: list[int], config: LogicGridConfig, rng: np.random.Gen
     # Remove redundant clues, in random order: afterwards every clue is needed.
     for clue in [clues[k] for k in rng.permutation(len(clues)).tolist()]:
         trial = [c for c in clues if c != clue]
-        if len(_solve(n, trial, config)) == 1:
+        if len(_solve(n, trial, budget)) == 1:
             clues = trial
     return clues
 
 
-def _latin_square(n: int, config: LogicGridConfig, rng: np.random.Generator) -> list[int]:
-    found = _solve(n, [], config, 1, rank=rng.random((n * n, n)))
+def _latin_square(n: int, budget: Budget, rng: np.random.Generator) -> list[int]:
+    found = _solve(n, [], budget, 1, rank=rng.random((n * n, n)))
     if not found:
         raise RejectedPuzzle("no Latin square found")
     return found[0]
@@ -297,15 +314,16 @@ def _latin_square(n: int, config: LogicGridConfig, rng: np.random.Generator) -> 
 
 def generate(config: LogicGridConfig, rng: np.random.Generator) -> Puzzle:
     n = config.size
-    solution = _latin_square(n, config, rng)
-    clues = _make_clues(solution, config, rng)
-    if len(_solve(n, clues, config)) != 1:  # the proof, once more, on the final clue set
+    budget = Budget(config)
+    solution = _latin_square(n, budget, rng)
+    clues = _make_clues(solution, budget, rng)
+    if len(_solve(n, clues, budget)) != 1:  # the proof, once more, on the final clue set
         raise RejectedPuzzle("clue set is not unique")
     meta = _meta(n, clues)
     grid = _as_rows(solution, n)
     if not all(verifier.judge(meta, grid).values()):
         raise RejectedPuzzle("solution breaks its own clues")
-    chosen = _distractors(meta, clues, solution, config, rng)
+    chosen = _distractors(meta, clues, solution, budget, rng)
     answer_index = int(rng.integers(len(chosen) + 1))
     counts = {kind: sum(1 for c in clues if c[0] == kind) for kind in ("given", "order", "forbid")}
     stats = {
@@ -314,6 +332,7 @@ def generate(config: LogicGridConfig, rng: np.random.Generator) -> Puzzle:
         "givens": float(counts["given"]),
         "orders": float(counts["order"]),
         "forbidden": float(counts["forbid"]),
+        "search_nodes": float(budget.spent),
     }
     return Puzzle(
         meta=meta,
@@ -389,9 +408,9 @@ def _blank_violations(meta: dict, grid: list[list[int]], rng: np.random.Generato
     return out if _failed(meta, out) == ["empty_cell"] else None
 
 
-def _candidates(meta: dict, clues: list[Clue], solution: list[int], config: LogicGridConfig,
+def _candidates(meta: dict, clues: list[Clue], solution: list[int], budget: Budget,
                 rng: np.random.Generator) -> dict[str, list[list[list[int]]]]:
-    n = config.size
+    n = meta["size"]
     found: dict[str, list[list[list[int]]]] = {name: [] for name in verifier.CHECKS}
     check_of = {"given": "given_changed", "order": "order_violation", "forbid": "forbidden_symbol"}
     alternatives: list[list[list[int]]] = []
@@ -399,7 +418,7 @@ def _candidates(meta: dict, clues: list[Clue], solution: list[int], config: Logi
         mine = [k for k, c in enumerate(clues) if c[0] == kind]
         for k in rng.permutation(len(mine)).tolist()[:2]:
             index = mine[k]
-            other = _other_solution(n, clues[:index] + clues[index + 1 :], solution, config, rng)
+            other = _other_solution(n, clues[:index] + clues[index + 1 :], solution, budget, rng)
             if other is not None:
                 grid = _as_rows(other, n)
                 if _failed(meta, grid) == [name]:
@@ -407,7 +426,7 @@ def _candidates(meta: dict, clues: list[Clue], solution: list[int], config: Logi
                     alternatives.append(grid)
     for name, rows, columns in (("row_repeat", False, True), ("column_repeat", True, False)):
         for _ in range(2):
-            other = _other_solution(n, clues, solution, config, rng, rows=rows, columns=columns)
+            other = _other_solution(n, clues, solution, budget, rng, rows=rows, columns=columns)
             if other is None:
                 break
             grid = _as_rows(other, n)
@@ -454,10 +473,10 @@ def _proxy(grids: list[list[list[int]]], n: int) -> np.ndarray:
     return thumbs[index].reshape(len(grids), -1)
 
 
-def _distractors(meta: dict, clues: list[Clue], solution: list[int], config: LogicGridConfig,
+def _distractors(meta: dict, clues: list[Clue], solution: list[int], budget: Budget,
                  rng: np.random.Generator) -> list[tuple[str, list[list[int]]]]:
-    n = config.size
-    found = _candidates(meta, clues, solution, config, rng)
+    n = meta["size"]
+    found = _candidates(meta, clues, solution, budget, rng)
     if len(found) < 4:
         raise RejectedPuzzle(f"only {len(found)} distractor kinds ({', '.join(sorted(found))})")
     names = sorted(found)
