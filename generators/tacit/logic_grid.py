@@ -52,6 +52,8 @@ MARK_R = 0.14 * CELL  # forbidden mark radius
 MARK_AT = 0.19 * CELL  # forbidden mark centre, from the cell's top-left corner
 LEGEND_SCALE = 0.75  # legend glyphs relative to grid glyphs
 LEGEND_PITCH = 0.82 * CELL
+CENTRE_RATE = 0.05  # see _distractors
+ODD_RATE = 0.2
 
 PALETTE = {
     "background": "#ffffff",
@@ -497,7 +499,12 @@ def _distractors(meta: dict, clues: list[Clue], solution: list[int], budget: Bud
     totals = d.sum(axis=2)
     xs = x[members]  # (S, 5, L)
     near_mean = np.abs(xs - xs.mean(axis=1, keepdims=True)).sum(axis=2)
-    score = (totals.argmin(axis=1) == 0).astype(int) + (totals.argmax(axis=1) == 0) + (near_mean.argmin(axis=1) == 0)
+    # Steer each picker's verdict: the solution is the medoid (and nearest the mean) only in
+    # about CENTRE_RATE of puzzles and the odd one out in about ODD_RATE, like any other option
+    # would be, rather than never (which a picker could exploit by elimination).
+    centre, odd = rng.random() < CENTRE_RATE, rng.random() < ODD_RATE
+    score = (((totals.argmin(axis=1) == 0) != centre).astype(int) + ((near_mean.argmin(axis=1) == 0) != centre)
+             + ((totals.argmax(axis=1) == 0) != odd))
     scores = [int(v) for v in score[distinct]]
     subsets = [subset for subset, ok in zip(subsets, distinct) if ok]
     if not subsets:
