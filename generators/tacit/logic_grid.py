@@ -3,7 +3,7 @@
 An N x N grid to fill with N symbols (coloured glyphs, each colour also a distinct shape),
 each symbol once in every row and every column. Clues, all drawn without text:
 
-- givens: cells already filled, framed by a thick dark border (kept in the answer);
+- givens: cells already filled, on a grey tile (the same in the puzzle and in every answer);
 - ordering chevrons on the edge between two neighbours: the cell on the chevron's open side
   holds the later symbol of the legend strip at the top, which shows the N symbols in order
   with the same chevron between consecutive ones;
@@ -20,9 +20,12 @@ Distractors: because every clue is needed, dropping one clue leaves another grid
 all the other rules and breaks only the dropped one (``given_changed``, ``order_violation``,
 ``forbidden_symbol``); dropping the row rule (or the column rule) gives grids that keep every
 clue but repeat a symbol in a row (column). ``empty_cell`` blanks the cells where one of those
-grids breaks its rule, so it shares their edits (I-RAVEN style). Among the candidates, the
-four (of distinct kinds) that make the solution least recognisable to context-blind pickers
-are kept (the pickers are replayed on small glyph-level renderings of the options).
+grids breaks its rule, so it shares their edits (I-RAVEN style); a few blanks in the solution
+is another candidate. Among the candidates, four of distinct kinds are chosen by replaying the
+context-blind pickers on small glyph-level renderings of the options, so that the solution is
+the medoid / odd one out only about as often as chance would make it (see ``_distractors``).
+
+Drawing is crisp (no anti-aliasing): exact palette PNGs, and at 512 px the glyphs are 40+ px.
 """
 
 from __future__ import annotations
