@@ -1,0 +1,650 @@
+"""Visual logic grid (domain: logical).
+
+An N x N grid to fill with N symbols (coloured glyphs, each colour also a distinct shape),
+each symbol once in every row and every column. Clues, all drawn without text:
+
+- givens: cells already filled, on a grey tile (the same in the puzzle and in every answer);
+- ordering chevrons on the edge between two neighbours: the cell on the chevron's open side
+  holds the later symbol of the legend strip at the top, which shows the N symbols in order
+  with the same chevron between consecutive ones;
+- forbidden marks: a small struck-through copy of a symbol in a cell's corner: that symbol
+  may not go there.
+
+Uniqueness is proved by a small bitmask backtracking solver with constraint propagation
+(naked and hidden singles, bounds on the chevrons) that counts solutions up to two under a
+node limit; an attempt that exceeds it is rejected. Generation: a random Latin square, then
+clues added one at a time, each one ruling out the current second solution, then every
+redundant clue removed, so each remaining clue is needed.
+
+Distractors: because every clue is needed, dropping one clue leaves another grid that keeps
+all the other rules and breaks only the dropped one (``given_changed``, ``order_violation``,
+``forbidden_symbol``); dropping the row rule (or the column rule) gives grids that keep every
+clue but repeat a symbol in a row (column). ``empty_cell`` blanks the cells where one of those
+grids breaks its rule, so it shares their edits (I-RAVEN style); a few blanks in the solution
+is another candidate. Among the candidates, four of distinct kinds are chosen by replaying the
+context-blind pickers on small glyph-level renderings of the options, so that the solution is
+the medoid / odd one out only about as often as chance would make it (see ``_distractors``).
+
+Drawing is crisp (no anti-aliasing): exact palette PNGs, and at 512 px the glyphs are 40+ px.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+from itertools import combinations, product
+
+import numpy as np
+import svgwrite
+from PIL import Image, ImageDraw
+from vrforge.verifiers import logic_grid as verifier
+
+from vrforge.registry import TaskSpec, register_task
+from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
+from vrforge.types import Puzzle, RejectedPuzzle
+
+VERSION = "1.0.0"
+TASK = "logic_grid"
+CELL = 40.0  # SVG units per cell
+MARGIN = 14.0
+LEGEND_H = 34.0
+GAP = 14.0
+GLYPH_R = 0.26 * CELL  # nominal glyph radius
+MARK_R = 0.14 * CELL  # forbidden mark radius
+MARK_AT = 0.19 * CELL  # forbidden mark centre, from the cell's top-left corner
+LEGEND_SCALE = 0.75  # legend glyphs relative to grid glyphs
+LEGEND_PITCH = 0.82 * CELL
+CENTRE_RATE = 0.05  # see _distractors
+ODD_RATE = 0.2
+
+PALETTE = {
+    "background": "#ffffff",
+    "grid": "#b8b8b8",
+    "ink": "#222222",
+    "given": "#dadada",
+    "symbols": ["#d62728", "#ff7f0e", "#f5c400", "#2ca02c", "#1f77b4", "#9467bd", "#8c564b"],
+}
+SHAPES = ("circle", "square", "triangle", "diamond", "hexagon", "star", "cross")
+EMPTY = verifier.EMPTY
+
+
+@dataclass(frozen=True)
+class LogicGridConfig:
+    size: int
+    given_weight: float
+    order_weight: float
+    forbid_weight: float
+    node_limit: int = 2000  # search nodes per solver call; beyond it the attempt is rejected
+    attempt_nodes: int = 10000  # search nodes per attempt, all solver calls together
+
+    def validate(self) -> None:
+        if not 3 <= self.size <= len(SHAPES):
+            raise ValueError(f"size must be in 3..{len(SHAPES)}, got {self.size}")
+        weights = (self.given_weight, self.order_weight, self.forbid_weight)
+        if min(weights) < 0 or sum(weights) <= 0:
+            raise ValueError("clue weights must be non-negative and not all zero")
+        if not 100 <= self.node_limit <= self.attempt_nodes:
+            raise ValueError("need 100 <= node_limit <= attempt_nodes")
+
+
+DIFFICULTIES = {
+    "easy": LogicGridConfig(size=4, given_weight=0.4, order_weight=0.35, forbid_weight=0.25),
+    "medium": LogicGridConfig(size=5, given_weight=0.25, order_weight=0.45, forbid_weight=0.3),
+    "hard": LogicGridConfig(size=6, given_weight=0.15, order_weight=0.55, forbid_weight=0.3),
+}
+
+
+# ---------------------------------------------------------------- solver
+
+
+class SolverLimit(Exception):
+    """The search ran past its node limit."""
+
+
+Clue = tuple  # ("given", r, c, s) | ("order", rb, cb, rs, cs) | ("forbid", r, c, s)
+
+
+@cache
+def _structure(n: int, rows: bool, columns: bool) -> tuple[list[list[int]], list[list[int]]]:
+    """The all-different units in force and each cell's peers in them."""
+    units = []
+    if rows:
+        units += [[r * n + c for c in range(n)] for r in range(n)]
+    if columns:
+        units += [[r * n + c for r in range(n)] for c in range(n)]
+    peers: list[set[int]] = [set() for _ in range(n * n)]
+    for unit in units:
+        for i in unit:
+            peers[i].update(j for j in unit if j != i)
+    return units, [sorted(p) for p in peers]
+
+
+class Solver:
+    """Bitmask backtracking over an N x N grid of N symbols with propagation.
+
+    ``rows`` / ``columns`` say whether the all-different rule holds there (a distractor search
+    drops one of them). Solutions are lists of symbol indices, row-major.
+    """
+
+    def __init__(self, n: int, clues: list[Clue], rows: bool = True, columns: bool = True, node_limit: int = 2000) -> None:
+        self.n, self.nn = n, n * n
+        self.full = (1 << n) - 1
+        self.node_limit = node_limit
+        self.nodes = 0
+        self.units, self.peers = _structure(n, rows, columns)
+        self.start = [self.full] * self.nn
+        self.orders: list[tuple[int, int]] = []
+        for clue in clues:
+            if clue[0] == "given":
+                self.start[clue[1] * n + clue[2]] &= 1 << clue[3]
+            elif clue[0] == "forbid":
+                self.start[clue[1] * n + clue[2]] &= ~(1 << clue[3])
+            else:
+                self.orders.append((clue[1] * n + clue[2], clue[3] * n + clue[4]))
+
+    def _propagate(self, dom: list[int], queue: list[int]) -> bool:
+        """Narrow ``dom`` in place to a fixpoint; ``queue`` holds cells newly fixed to one symbol."""
+        full, peers, units, orders = self.full, self.peers, self.units, self.orders
+        while True:
+            while queue:
+                i = queue.pop()
+                d = dom[i]
+                keep = ~d
+                for p in peers[i]:
+                    dp = dom[p]
+                    if dp & d:
+                        dp &= keep
+                        if not dp:
+                            return False
+                        dom[p] = dp
+                        if not dp & (dp - 1):
+                            queue.append(p)
+            changed = False
+            for unit in units:
+                once = twice = 0
+                for i in unit:
+                    d = dom[i]
+                    twice |= once & d
+                    once |= d
+                if once != full:
+                    return False
+                only = once & ~twice
+                if only:
+                    for i in unit:
+                        x = dom[i] & only
+                        if x and dom[i] != x:
+                            if x & (x - 1):
+                                return False
+                            dom[i] = x
+                            queue.append(i)
+            for big, small in orders:
+                db, ds = dom[big], dom[small]
+                nb = db & ~(((ds & -ds) << 1) - 1)  # big > min(small)
+                ns = ds & ((1 << (db.bit_length() - 1)) - 1)  # small < max(big)
+                if nb != db or ns != ds:
+                    if not nb or not ns:
+                        return False
+                    dom[big], dom[small] = nb, ns
+                    changed = True
+                    if not nb & (nb - 1):
+                        queue.append(big)
+                    if not ns & (ns - 1):
+                        queue.append(small)
+            if not changed and not queue:
+                return True
+
+    def solve(self, limit: int = 2, rank: np.ndarray | None = None) -> list[list[int]]:
+        """Up to ``limit`` solutions; ``rank`` (nn x n) orders the values tried in each cell."""
+        solutions: list[list[int]] = []
+        n = self.n
+        order = None if rank is None else np.argsort(rank, axis=1).tolist()
+
+        def search(dom: list[int], queue: list[int]) -> None:
+            self.nodes += 1
+            if self.nodes > self.node_limit:
+                raise SolverLimit
+            if not self._propagate(dom, queue):
+                return
+            best, best_count = -1, n + 1
+            for i, d in enumerate(dom):
+                k = d.bit_count()
+                if 1 < k < best_count:
+                    best, best_count = i, k
+                    if k == 2:
+                        break
+            if best < 0:
+                solutions.append([d.bit_length() - 1 for d in dom])
+                return
+            values = range(n) if order is None else order[best]
+            for v in values:
+                if dom[best] >> v & 1:
+                    child = list(dom)
+                    child[best] = 1 << v
+                    search(child, [best])
+                    if len(solutions) >= limit:
+                        return
+
+        start = list(self.start)
+        if 0 in start:
+            return solutions
+        search(start, [i for i, d in enumerate(start) if not d & (d - 1)])
+        return solutions
+
+
+class Budget:
+    """The search nodes one generation attempt may still spend (a bound on its time)."""
+
+    def __init__(self, config: LogicGridConfig) -> None:
+        self.config = config
+        self.spent = 0
+
+
+def _solve(n: int, clues: list[Clue], budget: Budget, limit: int = 2, rows: bool = True, columns: bool = True,
+           rank: np.ndarray | None = None) -> list[list[int]]:
+    config = budget.config
+    allowed = min(config.node_limit, config.attempt_nodes - budget.spent)
+    solver = Solver(n, clues, rows, columns, allowed)
+    try:
+        return solver.solve(limit, rank)
+    except SolverLimit:
+        if allowed < config.node_limit:
+            raise RejectedPuzzle("attempt node budget exceeded") from None
+        raise RejectedPuzzle("solver node limit exceeded") from None
+    finally:
+        budget.spent += solver.nodes
+
+
+def _other_solution(n: int, clues: list[Clue], solution: list[int], budget: Budget, rng: np.random.Generator,
+                    rows: bool = True, columns: bool = True) -> list[int] | None:
+    """A solution different from ``solution`` under ``clues`` (and the unit rules asked), or None."""
+    rank = rng.random((n * n, n))
+    rank[np.arange(n * n), solution] = -1.0  # the solution's value first: the second grid found is a near one
+    for found in _solve(n, clues, budget, 2, rows, columns, rank):
+        if found != solution:
+            return found
+    return None
+
+
+# ---------------------------------------------------------------- generation
+
+
+def _candidate_clues(solution: list[int], other: list[int], n: int, clues: list[Clue]) -> dict[str, list[Clue]]:
+    """Clues true of ``solution`` and false of ``other``, by kind (one forbidden mark per cell at most)."""
+    used = {(c[1], c[2]) for c in clues if c[0] in ("given", "forbid")}
+    out: dict[str, list[Clue]] = {"given": [], "order": [], "forbid": []}
+    for r, c in product(range(n), range(n)):
+        i = r * n + c
+        if solution[i] != other[i] and (r, c) not in used:
+            out["given"].append(("given", r, c, solution[i]))
+            out["forbid"].append(("forbid", r, c, other[i]))
+        for r2, c2 in ((r, c + 1), (r + 1, c)):
+            if r2 < n and c2 < n:
+                j = r2 * n + c2
+                if (solution[i] > solution[j]) != (other[i] > other[j]):
+                    out["order"].append(("order", r, c, r2, c2) if solution[i] > solution[j] else ("order", r2, c2, r, c))
+    return out
+
+
+def _make_clues(solution: list[int], budget: Budget, rng: np.random.Generator) -> list[Clue]:
+    config = budget.config
+    n = config.size
+    weights = np.array([config.given_weight, config.order_weight, config.forbid_weight], dtype=np.float64)
+    kinds = ("given", "order", "forbid")
+    clues: list[Clue] = []
+    for _ in range(4 * n * n):
+        other = _other_solution(n, clues, solution, budget, rng)
+        if other is None:
+            break
+        options = _candidate_clues(solution, other, n, clues)
+        w = np.array([weights[k] if options[kind] else 0.0 for k, kind in enumerate(kinds)])
+        kind = kinds[int(rng.choice(3, p=w / w.sum()))]
+        clues.append(options[kind][int(rng.integers(len(options[kind])))])
+    else:
+        raise RejectedPuzzle("clues did not converge")
+    # Remove redundant clues, in random order: afterwards every clue is needed.
+    for clue in [clues[k] for k in rng.permutation(len(clues)).tolist()]:
+        trial = [c for c in clues if c != clue]
+        if len(_solve(n, trial, budget)) == 1:
+            clues = trial
+    return clues
+
+
+def _latin_square(n: int, budget: Budget, rng: np.random.Generator) -> list[int]:
+    found = _solve(n, [], budget, 1, rank=rng.random((n * n, n)))
+    if not found:
+        raise RejectedPuzzle("no Latin square found")
+    return found[0]
+
+
+def generate(config: LogicGridConfig, rng: np.random.Generator) -> Puzzle:
+    n = config.size
+    budget = Budget(config)
+    solution = _latin_square(n, budget, rng)
+    clues = _make_clues(solution, budget, rng)
+    if len(_solve(n, clues, budget)) != 1:  # the proof, once more, on the final clue set
+        raise RejectedPuzzle("clue set is not unique")
+    meta = _meta(n, clues)
+    grid = _as_rows(solution, n)
+    if not all(verifier.judge(meta, grid).values()):
+        raise RejectedPuzzle("solution breaks its own clues")
+    chosen = _distractors(meta, clues, solution, budget, rng)
+    answer_index = int(rng.integers(len(chosen) + 1))
+    counts = {kind: sum(1 for c in clues if c[0] == kind) for kind in ("given", "order", "forbid")}
+    stats = {
+        "size": float(n),
+        "clues": float(len(clues)),
+        "givens": float(counts["given"]),
+        "orders": float(counts["order"]),
+        "forbidden": float(counts["forbid"]),
+        "search_nodes": float(budget.spent),
+    }
+    return Puzzle(
+        meta=meta,
+        solution=grid,
+        distractors=tuple(g for _, g in chosen),
+        violations=tuple(name for name, _ in chosen),
+        answer_index=answer_index,
+        stats=stats,
+    )
+
+
+def _as_rows(flat: list[int], n: int) -> list[list[int]]:
+    return [list(flat[r * n : (r + 1) * n]) for r in range(n)]
+
+
+def _meta(n: int, clues: list[Clue]) -> dict:
+    width = 2 * MARGIN + n * CELL
+    height = 2 * MARGIN + LEGEND_H + GAP + n * CELL
+    return {
+        "task": TASK,
+        "size": n,
+        "givens": sorted([list(c[1:]) for c in clues if c[0] == "given"]),
+        "orders": sorted([list(c[1:]) for c in clues if c[0] == "order"]),
+        "forbidden": sorted([list(c[1:]) for c in clues if c[0] == "forbid"]),
+        "shapes": list(SHAPES[:n]),
+        "layout": {
+            "width": width,
+            "height": height,
+            "cell": CELL,
+            "origin": [MARGIN, MARGIN + LEGEND_H + GAP],
+            "legend": {"y": MARGIN + LEGEND_H / 2, "pitch": LEGEND_PITCH, "radius": GLYPH_R * LEGEND_SCALE},
+        },
+        "palette": {"background": PALETTE["background"], "grid": PALETTE["grid"], "ink": PALETTE["ink"], "given": PALETTE["given"],
+                    "symbols": list(PALETTE["symbols"][:n])},
+    }
+
+
+# ---------------------------------------------------------------- distractors
+
+
+def _failed(meta: dict, grid: list[list[int]]) -> list[str]:
+    return [name for name, ok in verifier.judge(meta, grid).items() if not ok]
+
+
+def _blank_violations(meta: dict, grid: list[list[int]], rng: np.random.Generator) -> list[list[int]] | None:
+    """``grid`` with a non-given cell of every broken rule emptied (an ``empty_cell`` near-miss)."""
+    n = meta["size"]
+    givens = {(r, c) for r, c, _ in meta["givens"]}
+    out = [list(row) for row in grid]
+    groups: list[list[tuple[int, int]]] = []
+    for rb, cb, rs, cs in meta["orders"]:
+        if not grid[rb][cb] > grid[rs][cs]:
+            groups.append([(rb, cb), (rs, cs)])
+    groups += [[(r, c)] for r, c, s in meta["forbidden"] if grid[r][c] == s]
+    for r in range(n):
+        for c1, c2 in combinations(range(n), 2):
+            if grid[r][c1] == grid[r][c2]:
+                groups.append([(r, c1), (r, c2)])
+    for c in range(n):
+        for r1, r2 in combinations(range(n), 2):
+            if grid[r1][c] == grid[r2][c]:
+                groups.append([(r1, c), (r2, c)])
+    if not groups:
+        return None
+    for group in groups:
+        if any(out[r][c] == EMPTY for r, c in group):
+            continue
+        free = [cell for cell in group if cell not in givens]
+        if not free:
+            return None
+        r, c = free[int(rng.integers(len(free)))]
+        out[r][c] = EMPTY
+    return out if _failed(meta, out) == ["empty_cell"] else None
+
+
+def _candidates(meta: dict, clues: list[Clue], solution: list[int], budget: Budget,
+                rng: np.random.Generator) -> dict[str, list[list[list[int]]]]:
+    n = meta["size"]
+    found: dict[str, list[list[list[int]]]] = {name: [] for name in verifier.CHECKS}
+    check_of = {"given": "given_changed", "order": "order_violation", "forbid": "forbidden_symbol"}
+    alternatives: list[list[list[int]]] = []
+    for kind, name in check_of.items():
+        mine = [k for k, c in enumerate(clues) if c[0] == kind]
+        for k in rng.permutation(len(mine)).tolist()[:2]:
+            index = mine[k]
+            other = _other_solution(n, clues[:index] + clues[index + 1 :], solution, budget, rng)
+            if other is not None:
+                grid = _as_rows(other, n)
+                if _failed(meta, grid) == [name]:
+                    found[name].append(grid)
+                    alternatives.append(grid)
+    for name, rows, columns in (("row_repeat", False, True), ("column_repeat", True, False)):
+        for _ in range(2):
+            other = _other_solution(n, clues, solution, budget, rng, rows=rows, columns=columns)
+            if other is None:
+                break
+            grid = _as_rows(other, n)
+            if _failed(meta, grid) == [name] and grid not in found[name]:
+                found[name].append(grid)
+                alternatives.append(grid)
+    for grid in alternatives:
+        blanked = _blank_violations(meta, grid, rng)
+        if blanked is not None and blanked not in found["empty_cell"]:
+            found["empty_cell"].append(blanked)
+    free = [(r, c) for r, c in product(range(n), range(n)) if [r, c] not in [g[:2] for g in meta["givens"]]]
+    if free:
+        grid = _as_rows(solution, n)
+        for k in rng.choice(len(free), size=min(len(free), int(rng.integers(1, 3))), replace=False).tolist():
+            grid[free[k][0]][free[k][1]] = EMPTY
+        found["empty_cell"].append(grid)
+    return {name: grids for name, grids in found.items() if grids}
+
+
+@cache
+def _glyph_thumbs(n: int, size: int = 6) -> np.ndarray:
+    """Grey-level thumbnails (size x size) of each symbol's glyph, plus an empty cell last."""
+    scale = 8
+    big = size * scale
+    thumbs = []
+    for k in range(n + 1):
+        image = Image.new("RGB", (big, big), PALETTE["background"])
+        if k < n:
+            points = _shape_points(SHAPES[k], big / 2, big / 2, GLYPH_R / CELL * big)
+            draw = ImageDraw.Draw(image)
+            if points is None:
+                r = GLYPH_R / CELL * big * 0.95
+                draw.ellipse((big / 2 - r, big / 2 - r, big / 2 + r, big / 2 + r), fill=PALETTE["symbols"][k])
+            else:
+                draw.polygon(points, fill=PALETTE["symbols"][k])
+        thumbs.append(np.asarray(image.convert("L").resize((size, size), Image.Resampling.BOX), dtype=np.float32).ravel())
+    return np.stack(thumbs)
+
+
+def _proxy(grids: list[list[list[int]]], n: int) -> np.ndarray:
+    """What a context-blind picker compares: the glyphs of every cell, as grey levels."""
+    thumbs = _glyph_thumbs(n)
+    index = np.array([[v if v != EMPTY else n for row in g for v in row] for g in grids])
+    return thumbs[index].reshape(len(grids), -1)
+
+
+def _distractors(meta: dict, clues: list[Clue], solution: list[int], budget: Budget,
+                 rng: np.random.Generator) -> list[tuple[str, list[list[int]]]]:
+    n = meta["size"]
+    found = _candidates(meta, clues, solution, budget, rng)
+    if len(found) < 4:
+        raise RejectedPuzzle(f"only {len(found)} distractor kinds ({', '.join(sorted(found))})")
+    names = sorted(found)
+    pool = [_as_rows(solution, n)]
+    owner: list[tuple[str, int]] = [("solution", 0)]
+    for name in names:
+        for k, grid in enumerate(found[name]):
+            pool.append(grid)
+            owner.append((name, k))
+    x = _proxy(pool, n)
+    distances = np.abs(x[:, None, :] - x[None, :, :]).sum(axis=2)
+    where = {o: i for i, o in enumerate(owner)}
+    subsets = [list(zip(kinds, picks)) for kinds in combinations(names, 4)
+               for picks in product(*(range(len(found[name])) for name in kinds))]
+    members = np.array([[0] + [where[pick] for pick in subset] for subset in subsets])  # (S, 5)
+    d = distances[members[:, :, None], members[:, None, :]]  # (S, 5, 5)
+    distinct = (d + np.eye(5) * 1e9).min(axis=(1, 2)) > 0  # equal grids would be identical pictures
+    totals = d.sum(axis=2)
+    xs = x[members]  # (S, 5, L)
+    near_mean = np.abs(xs - xs.mean(axis=1, keepdims=True)).sum(axis=2)
+    # Steer each picker's verdict: the solution is the medoid (and nearest the mean) only in
+    # about CENTRE_RATE of puzzles and the odd one out in about ODD_RATE, like any other option
+    # would be, rather than never (which a picker could exploit by elimination).
+    centre, odd = rng.random() < CENTRE_RATE, rng.random() < ODD_RATE
+    score = (((totals.argmin(axis=1) == 0) != centre).astype(int) + ((near_mean.argmin(axis=1) == 0) != centre)
+             + ((totals.argmax(axis=1) == 0) != odd))
+    scores = [int(v) for v in score[distinct]]
+    subsets = [subset for subset, ok in zip(subsets, distinct) if ok]
+    if not subsets:
+        raise RejectedPuzzle("no set of distinct options")
+    best = min(scores)
+    shortlist = [subset for subset, value in zip(subsets, scores) if value == best]
+    chosen = shortlist[int(rng.integers(len(shortlist)))]
+    order = rng.permutation(4).tolist()
+    return [(chosen[i][0], found[chosen[i][0]][chosen[i][1]]) for i in order]
+
+
+# ---------------------------------------------------------------- drawing
+
+
+def _shape_points(shape: str, x: float, y: float, r: float) -> list[tuple[float, float]] | None:
+    """Polygon vertices of a glyph centred at (x, y) with nominal radius r (None: a circle)."""
+
+    def ring(count: int, radius: float, start: float, dy: float = 0.0) -> list[tuple[float, float]]:
+        return [(x + radius * math.cos(start + 2 * math.pi * k / count), y + dy + radius * math.sin(start + 2 * math.pi * k / count))
+                for k in range(count)]
+
+    if shape == "circle":
+        return None
+    if shape == "square":
+        h = 0.8 * r
+        return [(x - h, y - h), (x + h, y - h), (x + h, y + h), (x - h, y + h)]
+    if shape == "triangle":
+        return ring(3, 1.15 * r, -math.pi / 2, dy=0.18 * r)
+    if shape == "diamond":
+        return ring(4, 1.08 * r, -math.pi / 2)
+    if shape == "hexagon":
+        return ring(6, 1.0 * r, 0.0)
+    if shape == "star":
+        outer, inner = ring(5, 1.15 * r, -math.pi / 2, 0.08 * r), ring(5, 0.52 * r, -math.pi / 2 + math.pi / 5, 0.08 * r)
+        return [p for pair in zip(outer, inner) for p in pair]
+    if shape == "cross":
+        a, b = 0.95 * r, 0.36 * r
+        return [(x - b, y - a), (x + b, y - a), (x + b, y - b), (x + a, y - b), (x + a, y + b), (x + b, y + b),
+                (x + b, y + a), (x - b, y + a), (x - b, y + b), (x - a, y + b), (x - a, y - b), (x - b, y - b)]
+    raise ValueError(f"unknown shape {shape!r}")
+
+
+def _glyph(drawing: svgwrite.Drawing, shape: str, x: float, y: float, r: float, colour: str) -> svgwrite.base.BaseElement:
+    points = _shape_points(shape, x, y, r)
+    if points is None:
+        return drawing.circle(center=(fmt(x), fmt(y)), r=fmt(0.95 * r), fill=colour)
+    d = "M" + "L".join(f"{fmt(px)} {fmt(py)}" for px, py in points) + "Z"
+    return drawing.path(d=d, fill=colour)
+
+
+def _chevron(x: float, y: float, towards: tuple[int, int], size: float) -> str:
+    """A chevron at (x, y) whose point faces ``towards`` (dx, dy): it opens to the other side."""
+    dx, dy = towards
+    w, h = 0.5 * size, size  # depth along the pointing axis, span across it
+    tip = (x + dx * w / 2, y + dy * w / 2)
+    back = (x - dx * w / 2, y - dy * w / 2)
+    a = (back[0] + dy * h / 2, back[1] + dx * h / 2)
+    b = (back[0] - dy * h / 2, back[1] - dx * h / 2)
+    return f"M{fmt(a[0])} {fmt(a[1])}L{fmt(tip[0])} {fmt(tip[1])}L{fmt(b[0])} {fmt(b[1])}"
+
+
+def draw(meta: dict, grid: list[list[int]] | None) -> str:
+    """The puzzle SVG; with ``grid`` (symbol per cell, EMPTY allowed) the filled answer."""
+    layout, palette = meta["layout"], meta["palette"]
+    n = meta["size"]
+    symbols, shapes = palette["symbols"], meta["shapes"]
+    ox, oy = layout["origin"]
+    drawing = new_drawing(layout["width"], layout["height"], palette["background"], crisp=True)
+    chevron_width = fmt(0.065 * CELL)
+
+    # Legend: the symbols in order, a chevron opening towards each later one.
+    legend = layout["legend"]
+    x0 = layout["width"] / 2 - (n - 1) * legend["pitch"] / 2
+    legend_chevrons = []
+    for k in range(n):
+        x = x0 + k * legend["pitch"]
+        drawing.add(_glyph(drawing, shapes[k], x, legend["y"], legend["radius"], symbols[k]))
+        if k + 1 < n:
+            legend_chevrons.append(_chevron(x + legend["pitch"] / 2, legend["y"], (-1, 0), 0.24 * CELL))
+    drawing.add(drawing.path(d="".join(legend_chevrons), stroke=palette["ink"], stroke_width=chevron_width, fill="none",
+                             stroke_linecap="round", stroke_linejoin="round"))
+
+    # Grid lines (inner light, frame dark).
+    inner = [(ox + k * CELL, oy, ox + k * CELL, oy + n * CELL) for k in range(1, n)]
+    inner += [(ox, oy + k * CELL, ox + n * CELL, oy + k * CELL) for k in range(1, n)]
+    drawing.add(drawing.path(d=segments_path(inner), stroke=palette["grid"], stroke_width=fmt(0.035 * CELL), fill="none"))
+    drawing.add(drawing.rect(insert=(fmt(ox), fmt(oy)), size=(fmt(n * CELL), fmt(n * CELL)), fill="none",
+                             stroke=palette["ink"], stroke_width=fmt(0.06 * CELL)))
+
+    # Givens: a grey tile under the symbol, in the puzzle and in every answer.
+    pad = 0.02 * CELL
+    for r, c, _ in meta["givens"]:
+        drawing.add(drawing.rect(insert=(fmt(ox + c * CELL + pad), fmt(oy + r * CELL + pad)),
+                                 size=(fmt(CELL - 2 * pad), fmt(CELL - 2 * pad)), fill=palette["given"]))
+
+    # Symbols: givens always, the answer's cells when given.
+    if grid is None:
+        cells = {(r, c): s for r, c, s in meta["givens"]}
+    else:
+        cells = {(r, c): grid[r][c] for r in range(n) for c in range(n) if grid[r][c] != EMPTY}
+    for (r, c), s in sorted(cells.items()):
+        drawing.add(_glyph(drawing, shapes[s], ox + (c + 0.5) * CELL, oy + (r + 0.5) * CELL, GLYPH_R, symbols[s]))
+
+    # Forbidden marks: a small copy of the symbol in the corner, struck through.
+    strikes = []
+    for r, c, s in meta["forbidden"]:
+        x, y = ox + c * CELL + MARK_AT, oy + r * CELL + MARK_AT
+        drawing.add(_glyph(drawing, shapes[s], x, y, MARK_R, symbols[s]))
+        e = 1.05 * MARK_R
+        strikes.append((x - e, y + e, x + e, y - e))
+    if strikes:
+        drawing.add(drawing.path(d=segments_path(strikes), stroke=palette["ink"], stroke_width=fmt(0.035 * CELL), fill="none",
+                                 stroke_linecap="round"))
+
+    # Ordering chevrons on the edge between the two cells, pointing at the smaller symbol.
+    chevrons = []
+    for rb, cb, rs, cs in meta["orders"]:
+        x = ox + (cb + cs + 1) / 2 * CELL
+        y = oy + (rb + rs + 1) / 2 * CELL
+        chevrons.append(_chevron(x, y, (cs - cb, rs - rb), 0.3 * CELL))
+    if chevrons:
+        drawing.add(drawing.path(d="".join(chevrons), stroke=palette["ink"], stroke_width=chevron_width, fill="none",
+                                 stroke_linecap="round", stroke_linejoin="round"))
+    return to_string(drawing)
+
+
+register_task(
+    TaskSpec(
+        name=TASK,
+        domain="logical",
+        version=VERSION,
+        checks=verifier.CHECKS,
+        difficulties=DIFFICULTIES,
+        generate=generate,
+        draw=draw,
+        verify=verifier.verify,
+        description="Visual logic grid: fill every cell so each symbol appears once per row and column, "
+                    "keeping the givens, obeying the ordering chevrons and the forbidden marks.",
+    )
+)

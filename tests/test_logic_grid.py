@@ -1,0 +1,285 @@
+"""Visual logic grid: generator, drawing and verifier."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import json
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+from vrforge.builds.pickers import pick_all, picker_accuracy
+from vrforge.generators.tacit import logic_grid as task
+from vrforge.schemas.tacit import meta_errors
+from vrforge.verifiers import logic_grid as verifier
+
+from vrforge.registry import get_task
+from vrforge.render import encode_png, rasterise, render_pngs
+from vrforge.seeding import derive_seed, item_rng
+from vrforge.types import RejectedPuzzle
+
+RESOLUTIONS = (512, 1024, 2048)
+DIFFICULTIES = ("easy", "medium", "hard")
+# sha256 of the 512 px solution PNG for item_rng(0), per difficulty (crisp rendering: exact pixels).
+SNAPSHOTS = {
+    "easy": "962bb6384aca56c93264ce0f1f426c1618b185b068e90b4ed6af99b28dc74fdd",
+    "medium": "90ce5603e078f86763a027f993d67e934ebea791875f78953e24e4f53efccbb7",
+    "hard": "b47fb3ac77ffb68e4751d1373bc939d025eff2bf37d088837b2a0d9248ec3cf5",
+}
+
+
+def _generate(difficulty: str, seed: int) -> task.Puzzle:
+    """The first accepted attempt for ``seed``, as the build would draw it."""
+    config = task.DIFFICULTIES[difficulty]
+    for attempt in range(25):
+        try:
+            return task.generate(config, item_rng(derive_seed(seed, task.TASK, difficulty, 0, attempt)))
+        except RejectedPuzzle:
+            continue
+    raise AssertionError("no accepted attempt")
+
+
+@pytest.fixture(scope="module", params=DIFFICULTIES)
+def built(request: pytest.FixtureRequest) -> tuple:
+    puzzle = _generate(request.param, 7)
+    solution = rasterise(task.draw(puzzle.meta, puzzle.solution), RESOLUTIONS)
+    distractors = [rasterise(task.draw(puzzle.meta, g), RESOLUTIONS) for g in puzzle.distractors]
+    return puzzle, solution, distractors
+
+
+def _resized(rgb: np.ndarray, factor: float) -> np.ndarray:
+    image = Image.fromarray(rgb)
+    size = (round(image.width * factor), round(image.height * factor))
+    return np.asarray(image.resize(size, Image.Resampling.LANCZOS))
+
+
+def _jpeg(rgb: np.ndarray, quality: int = 85) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(rgb).save(buffer, format="JPEG", quality=quality)
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------- oracle and distractors
+
+
+def test_solution_passes_everywhere(built: tuple) -> None:
+    puzzle, solution, _ = built
+    for res in RESOLUTIONS:
+        verdict = verifier.verify(puzzle.meta, solution[res])
+        assert verdict.passed, (res, verdict.reason)
+        assert verdict.details["grid"] == puzzle.solution
+    for factor in (0.9, 1.1):
+        assert verifier.verify(puzzle.meta, _resized(solution[1024], factor)).passed, factor
+    assert verifier.verify(puzzle.meta, _jpeg(solution[512])).passed
+    assert verifier.verify(puzzle.meta, encode_png(solution[512])).passed
+
+
+def test_each_distractor_fails_exactly_its_check(built: tuple) -> None:
+    puzzle, _, distractors = built
+    assert len(puzzle.distractors) == 4 and len(set(puzzle.violations)) == 4
+    assert set(puzzle.violations) <= set(verifier.CHECKS)
+    for name, grid, rasters in zip(puzzle.violations, puzzle.distractors, distractors):
+        assert [k for k, ok in verifier.judge(puzzle.meta, grid).items() if not ok] == [name]
+        for res in RESOLUTIONS:
+            assert verifier.verify(puzzle.meta, rasters[res]).failed == [name], (name, res)
+        assert verifier.verify(puzzle.meta, _jpeg(rasters[512])).failed == [name]
+        assert verifier.verify(puzzle.meta, _resized(rasters[1024], 0.9)).failed == [name]
+
+
+def test_options_differ_as_pixels(built: tuple) -> None:
+    _, solution, distractors = built
+    digests = {hashlib.sha256(r[512].tobytes()).hexdigest() for r in [solution, *distractors]}
+    assert len(digests) == 5
+
+
+def test_meta_matches_schema_and_is_json(built: tuple) -> None:
+    puzzle, _, _ = built
+    assert meta_errors(task.TASK, puzzle.meta) == []
+    assert json.loads(json.dumps(puzzle.meta)) == puzzle.meta
+    broken = dict(puzzle.meta, givens=[[0, 0]])
+    assert meta_errors(task.TASK, broken)
+
+
+def test_givens_look_the_same_in_puzzle_and_answer(built: tuple) -> None:
+    puzzle, solution, _ = built
+    bare = rasterise(task.draw(puzzle.meta, None), (512,))[512]
+    grid = verifier.read_grid(puzzle.meta, bare)
+    for r, c, s in puzzle.meta["givens"]:
+        assert grid[r][c] == s
+    assert sum(v != verifier.EMPTY for row in grid for v in row) == len(puzzle.meta["givens"])
+
+
+# ---------------------------------------------------------------- the verifier judges rules, not the stored answer
+
+
+def _latin(n: int, shift: int) -> list[list[int]]:
+    return [[(r * shift + c) % n for c in range(n)] for r in range(n)]
+
+
+def test_any_grid_satisfying_the_rules_passes() -> None:
+    # With no clues every Latin square is an answer: two different ones both pass.
+    meta = task._meta(5, [])
+    first, second = _latin(5, 1), _latin(5, 2)
+    assert first != second
+    for grid in (first, second):
+        assert all(verifier.judge(meta, grid).values())
+        assert verifier.verify(meta, rasterise(task.draw(meta, grid), (512,))[512]).passed
+    # A clue keeps only the squares that obey it, whichever they are.
+    meta = task._meta(5, [("order", 0, 1, 0, 0)])
+    assert verifier.judge(meta, first)["order_violation"]
+    assert not verifier.judge(meta, [row[::-1] for row in first])["order_violation"]
+
+
+@pytest.mark.parametrize("check", verifier.CHECKS)
+def test_each_violation_is_rejected(check: str) -> None:
+    n = 4
+    grid = _latin(n, 1)  # rows [0 1 2 3], [1 2 3 0], ...
+    clues = [("given", 0, 0, 0), ("order", 0, 1, 0, 0), ("forbid", 1, 1, 0)]
+    meta = task._meta(n, clues)
+    assert all(verifier.judge(meta, grid).values())
+    bad = [list(row) for row in grid]
+    if check == "empty_cell":
+        bad[2][2] = verifier.EMPTY
+    elif check == "given_changed":
+        bad = [[(v + 1) % n for v in row] for row in grid]  # still a Latin square; only the given moved
+        meta = task._meta(n, [("given", 0, 0, 0)])
+    elif check == "row_repeat":
+        bad[2], bad[3] = [bad[2][0], *bad[3][1:]], [bad[3][0], *bad[2][1:]]  # swap first cells: columns keep
+    elif check == "column_repeat":
+        bad = [list(row) for row in zip(*bad)]
+        bad[2], bad[3] = [bad[2][0], *bad[3][1:]], [bad[3][0], *bad[2][1:]]
+        bad = [list(row) for row in zip(*bad)]
+    elif check == "order_violation":
+        meta = task._meta(n, [("order", 0, 0, 0, 1)])
+    elif check == "forbidden_symbol":
+        meta = task._meta(n, [("forbid", 1, 1, 2)])
+    failed = [k for k, ok in verifier.judge(meta, bad).items() if not ok]
+    assert failed == [check]
+    image = rasterise(task.draw(meta, bad), (512,))[512]
+    assert verifier.verify(meta, image).failed == [check]
+
+
+# ---------------------------------------------------------------- bad images
+
+
+def test_bad_images_are_rejected(built: tuple) -> None:
+    puzzle, solution, _ = built
+    meta = puzzle.meta
+    height, width = solution[512].shape[:2]
+    blank = rasterise(task.draw(meta, None), (512,))[512]
+    verdict = verifier.verify(meta, blank)
+    assert not verdict.passed and verdict.usable and "empty_cell" in verdict.failed
+    white = np.full((height, width, 3), 255, np.uint8)
+    assert not verifier.verify(meta, white).passed
+    noise = np.random.default_rng(0).integers(0, 256, (height, width, 3), dtype=np.uint8)
+    assert not verifier.verify(meta, noise).passed
+    png = encode_png(solution[512])
+    truncated = verifier.verify(meta, png[: len(png) // 2])
+    assert not truncated.passed and not truncated.usable
+    assert not verifier.verify(meta, b"not an image").usable
+    assert not verifier.verify(meta, np.zeros((512, 1024, 3), np.uint8)).usable  # wrong aspect ratio
+    assert not verifier.verify(meta, _resized(solution[512], 0.05)).usable  # too small to read
+
+
+# ---------------------------------------------------------------- generation
+
+
+def _brute_force(meta: dict) -> list[list[list[int]]]:
+    """Every Latin square obeying the clues, by plain enumeration of row permutations."""
+    n = meta["size"]
+    perms = list(itertools.permutations(range(n)))
+    found: list[list[list[int]]] = []
+
+    def extend(rows: list[tuple[int, ...]]) -> None:
+        r = len(rows)
+        if r == n:
+            grid = [list(row) for row in rows]
+            if all(verifier.judge(meta, grid).values()):
+                found.append(grid)
+            return
+        for perm in perms:
+            if all(perm[c] != row[c] for row in rows for c in range(n)) and all(
+                perm[c] == s for rr, c, s in meta["givens"] if rr == r
+            ) and all(perm[c] != s for rr, c, s in meta["forbidden"] if rr == r):
+                extend([*rows, perm])
+
+    extend([])
+    return found
+
+
+@pytest.mark.parametrize(("difficulty", "seed"), [("easy", s) for s in range(4)] + [("medium", s) for s in range(2)])
+def test_uniqueness_by_brute_force(difficulty: str, seed: int) -> None:
+    puzzle = _generate(difficulty, seed)
+    assert _brute_force(puzzle.meta) == [puzzle.solution]
+
+
+def test_every_clue_is_needed() -> None:
+    puzzle = _generate("medium", 3)
+    meta = puzzle.meta
+    clues = [("given", *g) for g in meta["givens"]] + [("order", *o) for o in meta["orders"]] + [
+        ("forbid", *f) for f in meta["forbidden"]]
+    budget = task.Budget(task.DIFFICULTIES["medium"])
+    assert len(task._solve(meta["size"], clues, budget)) == 1
+    for k in range(len(clues)):
+        assert len(task._solve(meta["size"], clues[:k] + clues[k + 1:], budget)) == 2
+
+
+def test_solver_limits_reject() -> None:
+    config = task.LogicGridConfig(size=6, given_weight=1, order_weight=1, forbid_weight=1, node_limit=100, attempt_nodes=160)
+    budget = task.Budget(config)
+    with pytest.raises(RejectedPuzzle, match="solver node limit"):
+        task._solve(6, [], budget, limit=10**6)  # counting every 6x6 Latin square: far past one call's limit
+    assert budget.spent > 100
+    task._solve(6, [], budget, limit=1)  # one square: a few nodes
+    with pytest.raises(RejectedPuzzle, match="attempt node budget"):
+        task._solve(6, [], budget, limit=10**6)
+    with pytest.raises(RejectedPuzzle):  # generation under a tiny budget is rejected, not slow
+        task.generate(config, item_rng(0))
+
+
+def test_config_validation() -> None:
+    for bad in (task.LogicGridConfig(2, 1, 1, 1), task.LogicGridConfig(5, 0, 0, 0), task.LogicGridConfig(5, 1, 1, 1, 10),
+                task.LogicGridConfig(5, 1, 1, 1, 5000, 1000)):
+        with pytest.raises(ValueError):
+            bad.validate()
+
+
+def test_registered_and_deterministic() -> None:
+    spec = get_task(task.TASK)
+    assert spec.domain == "logical" and spec.checks == verifier.CHECKS
+    for difficulty in DIFFICULTIES:
+        a = spec.generate(spec.config(difficulty), item_rng(11))
+        b = spec.generate(spec.config(difficulty), item_rng(11))
+        assert spec.draw(a.meta, a.solution) == spec.draw(b.meta, b.solution)
+        assert [spec.draw(a.meta, g) for g in a.distractors] == [spec.draw(b.meta, g) for g in b.distractors]
+        assert a.answer_index == b.answer_index and a.violations == b.violations
+        assert "<text" not in spec.draw(a.meta, None)
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_snapshot(difficulty: str) -> None:
+    puzzle = task.generate(task.DIFFICULTIES[difficulty], item_rng(0))
+    png = render_pngs(task.draw(puzzle.meta, puzzle.solution), (512,))[512]
+    assert hashlib.sha256(png).hexdigest() == SNAPSHOTS[difficulty]
+
+
+# ---------------------------------------------------------------- slow: context-blind pickers
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_context_blind_pickers(difficulty: str) -> None:
+    choices, answers, seconds = [], [], 0.0
+    for index in range(200):
+        clock = time.perf_counter()
+        puzzle = _generate(difficulty, 1000 + index)
+        svgs = [task.draw(puzzle.meta, option) for option in puzzle.options()]
+        seconds += time.perf_counter() - clock
+        choices.append(pick_all([rasterise(svg, (256,))[256] for svg in svgs]))
+        answers.append(puzzle.answer_index)
+    accuracy = picker_accuracy(choices, answers)
+    print(difficulty, accuracy, f"{seconds / 200 * 1000:.1f} ms per puzzle")
+    assert all(value <= 0.30 for value in accuracy.values()), accuracy
