@@ -16,10 +16,11 @@ so an answer painted in some arbitrary colour is never mistaken for a palette co
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from itertools import combinations
+from collections.abc import Callable, Mapping, Sequence
+from itertools import combinations, product
 from typing import Any
 
+import networkx as nx
 import numpy as np
 from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
 
@@ -157,6 +158,27 @@ def triangulated_grid(rows: int, cols: int, rng: np.random.Generator, jitter: fl
                 else:
                     edges.append((i + 1, i + cols))
     return pos, edges
+
+
+def spring_positions(n: int, edges: Sequence[Edge], rng: np.random.Generator,
+                     box: tuple[float, float, float, float]) -> list[Point]:
+    """A force-directed drawing fitted into ``box`` (networkx spring layout seeded from ``rng``)."""
+    graph = nx.Graph()
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from(edges)
+    layout = nx.spring_layout(graph, seed=int(rng.integers(2**31)), iterations=50)
+    return fit_to_box([tuple(layout[i]) for i in range(n)], box)
+
+
+def circle_positions(n: int, rng: np.random.Generator, box: tuple[float, float, float, float]) -> list[Point]:
+    """Nodes evenly on a circle in a random order and rotation, fitted into ``box``."""
+    order = rng.permutation(n).tolist()
+    start = float(rng.uniform(0, 2 * np.pi))
+    angles = {node: start + 2 * np.pi * slot / n for slot, node in enumerate(order)}
+    x0, y0, x1, y1 = box
+    cx, cy, radius = (x0 + x1) / 2, (y0 + y1) / 2, min(x1 - x0, y1 - y0) / 2
+    return [(round(cx + radius * float(np.cos(angles[i])), 2), round(cy + radius * float(np.sin(angles[i])), 2))
+            for i in range(n)]
 
 
 def adjacency(n: int, edges: Sequence[Edge]) -> list[set[int]]:
@@ -313,63 +335,104 @@ def read_node_labels(meta: Mapping[str, Any], rgb: np.ndarray, nodes: Sequence[S
 PICKER_CHANCE = 0.2  # each picker should find the solution about as often as a blind guess
 
 
-def picker_outcomes(vectors: np.ndarray, answer: int = 0, margin: float = 2.0) -> dict[str, float]:
-    """How each context-blind picker (builds/pickers.py) fares on option ``answer``: 1.0 when it
-    clearly picks it, 0.0 when it clearly picks another option, 0.5 when it is too close to call.
+def picker_outcomes(vectors: np.ndarray, margin: float = 2.0) -> dict[str, np.ndarray]:
+    """How each context-blind picker (builds/pickers.py) fares on option 0 of each option set:
+    1.0 when it clearly picks it, 0.0 when it clearly picks another option, 0.5 when too close
+    to call.
 
-    ``vectors`` stand in for the option images (node luminance: every node has the same area
-    and everything else is identical between options). Near-ties are uncertain because the
-    real images break them by anti-aliasing noise we do not model.
+    ``vectors`` (sets, options, features) stand in for the option images (node luminance:
+    every node has the same area and everything else is identical between options).
+    Near-ties are uncertain because the real images break them by anti-aliasing noise we do
+    not model.
     """
-    distances = np.abs(vectors[:, None, :] - vectors[None, :, :]).sum(axis=2)
-    totals = distances.sum(axis=1)
-    near_mean = np.abs(vectors - vectors.mean(axis=0)).sum(axis=1)
-    others = np.arange(len(vectors)) != answer
+    distances = np.abs(vectors[:, :, None, :] - vectors[:, None, :, :]).sum(axis=3)
+    totals = distances.sum(axis=2)
+    near_mean = np.abs(vectors - vectors.mean(axis=1, keepdims=True)).sum(axis=2)
 
-    def outcome(values: np.ndarray, lowest: bool) -> float:
-        signed = values if lowest else -values
-        gap = signed[others].min() - signed[answer]  # > 0: the answer wins
-        return 1.0 if gap > margin else 0.0 if gap < -margin else 0.5
+    def outcome(values: np.ndarray) -> np.ndarray:
+        gap = values[:, 1:].min(axis=1) - values[:, 0]  # > 0: option 0 wins
+        return np.where(gap > margin, 1.0, np.where(gap < -margin, 0.0, 0.5))
 
-    return {
-        "medoid": outcome(totals, True),
-        "closest_to_mean": outcome(near_mean, True),
-        "odd_one_out": outcome(totals, False),
-    }
+    return {"medoid": outcome(totals), "closest_to_mean": outcome(near_mean), "odd_one_out": outcome(-totals)}
 
 
-def least_revealing(solution: np.ndarray, sets: Sequence[Sequence[np.ndarray]], rng: np.random.Generator) -> int:
-    """Index of a candidate distractor set (each four vectors) whose picker outcomes match a random
-    target: each picker is meant to find the solution with probability PICKER_CHANCE.
+def least_revealing(vectors: np.ndarray, rng: np.random.Generator) -> int:
+    """Index of the option set (``vectors``: sets x 5 options x features, the solution first)
+    whose picker outcomes match a random target: each picker is meant to find the solution
+    with probability PICKER_CHANCE.
 
     Always hiding the solution from every picker would make "pick what no picker picks" a
     winning strategy; matching a chance-level target keeps every picker at about chance.
     Ties among equally good sets are broken with ``rng``.
     """
     target = {name: float(rng.random() < PICKER_CHANCE) for name in ("medoid", "closest_to_mean", "odd_one_out")}
-    scores = []
-    for candidate in sets:
-        outcomes = picker_outcomes(np.stack([solution, *candidate]))
-        scores.append(sum(abs(outcomes[name] - target[name]) for name in target))
-    best = min(scores)
-    shortlist = [i for i, score in enumerate(scores) if score == best]
-    return shortlist[int(rng.integers(len(shortlist)))]
+    outcomes = picker_outcomes(vectors)
+    scores = sum(np.abs(outcomes[name] - target[name]) for name in target)
+    shortlist = np.flatnonzero(scores == scores.min())
+    return int(shortlist[int(rng.integers(len(shortlist)))])
 
 
 def label_luminance(labels: Sequence[int], palette: Sequence[str], off_colour: str) -> np.ndarray:
     """Luminance per node of a labelled answer, as it would be drawn."""
-    values = []
-    for label in labels:
-        if label == UNCOLOURED_LABEL:
-            values.append(luminance(UNCOLOURED))
-        elif label == OFF_PALETTE_LABEL:
-            values.append(luminance(off_colour))
-        else:
-            values.append(luminance(palette[label]))
-    return np.asarray(values, dtype=np.float64)
+    table = {UNCOLOURED_LABEL: luminance(UNCOLOURED), OFF_PALETTE_LABEL: luminance(off_colour)}
+    table.update({i: luminance(c) for i, c in enumerate(palette)})
+    return np.asarray([table[label] for label in labels], dtype=np.float64)
 
 
 def fills_for(labels: Sequence[int], palette: Sequence[str], off_colour: str) -> list[str]:
     """Hex fill per node for a labelled answer."""
     return [UNCOLOURED if lab == UNCOLOURED_LABEL else off_colour if lab == OFF_PALETTE_LABEL else palette[lab]
             for lab in labels]
+
+
+def site_variants(labels: Sequence[int], sites: Sequence[int], values: Sequence[int],
+                  judge: Callable[[Sequence[int]], dict[str, bool]]) -> dict[str, list[list[int]]]:
+    """Every answer that differs from ``labels`` only at ``sites`` (each taking any of ``values``)
+    and fails exactly one check, grouped by that check.
+
+    Candidates share their sites, so the chosen distractors share edits with each other
+    (I-RAVEN): the solution is one corner of a product, not the centre of a star of edits.
+    """
+    by_kind: dict[str, list[list[int]]] = {}
+    for combo in product(values, repeat=len(sites)):
+        candidate = list(labels)
+        for site, value in zip(sites, combo):
+            candidate[site] = value
+        failed = [name for name, ok in judge(candidate).items() if not ok]
+        if len(failed) == 1:
+            by_kind.setdefault(failed[0], []).append(candidate)
+    return by_kind
+
+
+def pick_distractors(labels: Sequence[int], by_kind: Mapping[str, list[list[int]]], kinds: Sequence[str],
+                     palette: Sequence[str], off_colour: str, rng: np.random.Generator,
+                     count: int = 4, tries: int = 300) -> list[tuple[str, list[int]]]:
+    """``count`` (violation, labels) distractors, every kind in ``kinds`` at least once, the set
+    chosen by ``least_revealing`` among ``tries`` random candidate sets, in random order."""
+    if any(not by_kind.get(kind) for kind in kinds) or len(kinds) > count:
+        raise ValueError("a kind has no candidates")
+    flat = [(kind, candidate) for kind in kinds for candidate in by_kind[kind]]
+    offsets = np.cumsum([0] + [len(by_kind[kind]) for kind in kinds])
+    sizes = np.asarray([len(by_kind[kind]) for kind in kinds])
+    # One candidate of every kind per set (vectorised draws), plus one more of a random kind.
+    columns = [offsets[i] + rng.integers(sizes[i], size=tries) for i in range(len(kinds))]
+    if count == len(kinds) + 1:
+        extra_kind = rng.integers(len(kinds), size=tries)
+        first = np.stack(columns, axis=1)[np.arange(tries), extra_kind]
+        shift = rng.integers(np.maximum(sizes[extra_kind] - 1, 1))
+        second = offsets[extra_kind] + shift
+        second = second + (second >= first)  # a different candidate of the same kind
+        columns.append(second)
+        usable = sizes[extra_kind] >= 2
+    elif count == len(kinds):
+        usable = np.ones(tries, dtype=bool)
+    else:
+        raise ValueError(f"count must be {len(kinds)} or {len(kinds) + 1}")
+    sets = np.stack(columns, axis=1)[usable]
+    if not len(sets):
+        raise ValueError("no candidate distractor set")
+    features = np.stack([label_luminance(labels, palette, off_colour)]
+                        + [label_luminance(candidate, palette, off_colour) for _, candidate in flat])
+    index = np.concatenate([np.zeros((len(sets), 1), dtype=np.int64), sets + 1], axis=1)
+    best = sets[least_revealing(features[index], rng)].tolist()
+    return [flat[best[i]] for i in rng.permutation(count).tolist()]

@@ -23,7 +23,6 @@ least is kept, so the solution is not the centre of the option set.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import product
 
 import numpy as np
 from vrforge.generators.tacit import _graph_common as gc
@@ -175,39 +174,12 @@ def _distractors(meta: dict, labels: list[int], off_colour: str, rng: np.random.
     n, k = len(labels), meta["colours"]
     sites = sorted(rng.choice(n, size=min(SITES, n), replace=False).tolist())
     values = list(range(k)) + [gc.UNCOLOURED_LABEL, gc.OFF_PALETTE_LABEL]
-    by_kind: dict[str, list[list[int]]] = {name: [] for name in verifier.CHECKS}
-    for combo in product(values, repeat=len(sites)):
-        candidate = list(labels)
-        for site, value in zip(sites, combo):
-            candidate[site] = value
-        failed = [name for name, ok in verifier.judge(meta, candidate).items() if not ok]
-        if len(failed) == 1:
-            by_kind[failed[0]].append(candidate)
-    if any(len(v) == 0 for v in by_kind.values()) or sum(len(v) for v in by_kind.values()) < 4:
-        raise RejectedPuzzle("too few candidate distractors at the chosen sites")
-
-    palette = meta["palette"]
-    kinds = list(verifier.CHECKS)
-    sets: list[list[tuple[str, list[int]]]] = []
-    for _ in range(CANDIDATE_SETS):
-        extra = kinds[int(rng.integers(len(kinds)))]
-        wanted = kinds + [extra]
-        if wanted.count(extra) > len(by_kind[extra]):
-            continue
-        picked: list[tuple[str, list[int]]] = []
-        for kind in kinds:
-            pool = by_kind[kind]
-            count = wanted.count(kind)
-            for index in rng.choice(len(pool), size=count, replace=False).tolist():
-                picked.append((kind, pool[index]))
-        sets.append(picked)
-    if not sets:
-        raise RejectedPuzzle("no candidate distractor set")
-    solution_vec = gc.label_luminance(labels, palette, off_colour)
-    vectors = [[gc.label_luminance(d, palette, off_colour) for _, d in s] for s in sets]
-    best = sets[gc.least_revealing(solution_vec, vectors, rng)]
-    order = rng.permutation(4).tolist()
-    return [best[i] for i in order]
+    by_kind = gc.site_variants(labels, sites, values, lambda candidate: verifier.judge(meta, candidate))
+    try:
+        return gc.pick_distractors(labels, by_kind, verifier.CHECKS, meta["palette"], off_colour, rng,
+                                   tries=CANDIDATE_SETS)
+    except ValueError as exc:
+        raise RejectedPuzzle(f"distractors: {exc}") from None
 
 
 # ---------------------------------------------------------------- drawing
