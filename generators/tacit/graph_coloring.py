@@ -90,7 +90,10 @@ def _graph(config: ColoringConfig, rng: np.random.Generator) -> tuple[list[gc.Po
         current = list(edges)
         # Remove a few random edges, then more until the graph is k-colourable.
         for edge in removable:
-            colourable = gc.colour_graph(gc.adjacency(n, current), k) is not None
+            try:
+                colourable = gc.colour_graph(gc.adjacency(n, current), k) is not None
+            except RuntimeError:
+                colourable = False
             if target <= 0 and colourable:
                 break
             trial = [e for e in current if e != edge]
@@ -98,10 +101,13 @@ def _graph(config: ColoringConfig, rng: np.random.Generator) -> tuple[list[gc.Po
                 current = trial
                 target -= 1
         adj = gc.adjacency(n, current)
-        if not gc.is_connected(n, current) or gc.colour_graph(adj, k) is None:
+        try:
+            if not gc.is_connected(n, current) or gc.colour_graph(adj, k) is None:
+                continue
+            if gc.colour_graph(adj, k - 1) is not None:
+                continue  # would not need the full palette
+        except RuntimeError:  # search budget exceeded: no proof either way, draw another graph
             continue
-        if gc.colour_graph(adj, k - 1) is not None:
-            continue  # would not need the full palette
         fitted = gc.fit_to_box(pos, GRAPH_BOX)
         if gc.layout_problem(fitted, current, 3.6 * NODE_RADIUS, 2.0 * NODE_RADIUS, planar=True):
             continue
