@@ -1,0 +1,438 @@
+"""Shared code for the graph tasks (graph_coloring, graph_isomorphism).
+
+Everything both tasks need lives here once: the colour pool and node styling, layout
+construction and quality checks (node spacing, edge clearance, crossings), drawing nodes and
+edges, reading node colours back from a picture, small exact graph algorithms (colouring by
+backtracking), and the choice of a distractor set that reveals least to context-blind pickers.
+
+The leading underscore keeps the registry from importing this module as a task.
+
+Reading a node: the verifier samples a window at the node centre (well inside the disc,
+away from the outline) and classifies its median colour to the nearest reference colour:
+the puzzle's palette, the "uncoloured" fill, and every other pool colour (off-palette).
+A colour far from every palette colour and from the uncoloured fill is off-palette too,
+so an answer painted in some arbitrary colour is never mistaken for a palette colour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from itertools import combinations, product
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
+
+from vrforge.svgdraw import fmt, segments_path
+
+# Well-separated colours (pairwise RGB distance >= 96); a task draws its palette from these
+# and uses the rest as off-palette colours.
+POOL = (
+    "#e6194b",  # red
+    "#3cb44b",  # green
+    "#ffe119",  # yellow
+    "#0082c8",  # blue
+    "#f58230",  # orange
+    "#911eb4",  # purple
+    "#46f0f0",  # cyan
+    "#f032e6",  # magenta
+    "#9a6324",  # brown
+    "#000080",  # navy
+)
+UNCOLOURED = "#ffffff"
+BACKGROUND = "#ffffff"
+OUTLINE = "#333333"
+EDGE = "#555555"
+
+UNCOLOURED_LABEL = -1
+OFF_PALETTE_LABEL = -2
+# A sample farther than this (RGB distance) from every palette colour and from the
+# uncoloured fill reads as off-palette, whatever it is nearest to.
+MAX_MATCH_DISTANCE = 70.0
+WINDOW_FRACTION = 0.4  # sample window half-size as a fraction of the node radius in pixels
+MIN_RADIUS_PX = 3.0
+ASPECT_TOLERANCE = 0.06
+
+Point = tuple[float, float]
+Edge = tuple[int, int]
+
+
+def luminance(colour: str) -> float:
+    """ITU-R 601 luma, as PIL's convert("L") computes it (what the pickers compare)."""
+    r, g, b = hex_to_rgb(colour)
+    return (299 * r + 587 * g + 114 * b) / 1000
+
+
+# ---------------------------------------------------------------- geometry and layout quality
+
+
+def point_segment_distance(p: Point, a: Point, b: Point) -> float:
+    px, py = p
+    ax, ay = a
+    bx, by = b
+    dx, dy = bx - ax, by - ay
+    length2 = dx * dx + dy * dy
+    t = 0.0 if length2 == 0 else max(0.0, min(1.0, ((px - ax) * dx + (py - ay) * dy) / length2))
+    cx, cy = ax + t * dx, ay + t * dy
+    return float(np.hypot(px - cx, py - cy))
+
+
+def _orient(a: Point, b: Point, c: Point) -> float:
+    return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+
+
+def segments_cross(a: Point, b: Point, c: Point, d: Point) -> bool:
+    """True when segments ab and cd intersect (callers skip pairs that share an endpoint)."""
+    o1, o2, o3, o4 = _orient(a, b, c), _orient(a, b, d), _orient(c, d, a), _orient(c, d, b)
+    if o1 * o2 < 0 and o3 * o4 < 0:
+        return True
+    eps = 1e-9
+    for o, p, q, r in ((o1, a, b, c), (o2, a, b, d), (o3, c, d, a), (o4, c, d, b)):
+        if abs(o) < eps and min(p[0], q[0]) - eps <= r[0] <= max(p[0], q[0]) + eps \
+                and min(p[1], q[1]) - eps <= r[1] <= max(p[1], q[1]) + eps:
+            return True
+    return False
+
+
+def crossings(pos: Sequence[Point], edges: Sequence[Edge]) -> int:
+    count = 0
+    for (a, b), (c, d) in combinations(edges, 2):
+        if len({a, b, c, d}) == 4 and segments_cross(pos[a], pos[b], pos[c], pos[d]):
+            count += 1
+    return count
+
+
+def layout_problem(pos: Sequence[Point], edges: Sequence[Edge], min_distance: float, clearance: float,
+                   planar: bool) -> str | None:
+    """Why a drawing is hard to read (or not crossing-free when ``planar``), or None if it is fine.
+
+    ``min_distance``: between node centres; ``clearance``: from a node centre to any edge not
+    incident to it (so no edge runs through or grazes another node).
+    """
+    points = np.asarray(pos, dtype=np.float64)
+    gaps = np.hypot(points[:, None, 0] - points[None, :, 0], points[:, None, 1] - points[None, :, 1])
+    np.fill_diagonal(gaps, np.inf)
+    if gaps.min() < min_distance:
+        return "nodes too close"
+    for a, b in edges:
+        for c in range(len(pos)):
+            if c not in (a, b) and point_segment_distance(pos[c], pos[a], pos[b]) < clearance:
+                return "edge passes near a node"
+    if planar and crossings(pos, edges):
+        return "edges cross"
+    return None
+
+
+def fit_to_box(pos: Sequence[Point], box: tuple[float, float, float, float]) -> list[Point]:
+    """Scale uniformly and centre ``pos`` into box (x0, y0, x1, y1)."""
+    points = np.asarray(pos, dtype=np.float64)
+    low, high = points.min(axis=0), points.max(axis=0)
+    span = np.maximum(high - low, 1e-9)
+    x0, y0, x1, y1 = box
+    scale = min((x1 - x0) / span[0], (y1 - y0) / span[1])
+    centre = np.array([(x0 + x1) / 2, (y0 + y1) / 2])
+    fitted = (points - (low + high) / 2) * scale + centre
+    return [(round(float(x), 2), round(float(y), 2)) for x, y in fitted]
+
+
+def triangulated_grid(rows: int, cols: int, rng: np.random.Generator, jitter: float) -> tuple[list[Point], list[Edge]]:
+    """Jittered grid points joined by grid edges plus one random diagonal per cell.
+
+    A straight-line triangulation of a grid: crossing-free by construction while the jitter
+    keeps every cell convex (callers still check).
+    """
+    pos = [(c + float(rng.uniform(-jitter, jitter)), r + float(rng.uniform(-jitter, jitter)))
+           for r in range(rows) for c in range(cols)]
+    edges: list[Edge] = []
+    for r in range(rows):
+        for c in range(cols):
+            i = r * cols + c
+            if c + 1 < cols:
+                edges.append((i, i + 1))
+            if r + 1 < rows:
+                edges.append((i, i + cols))
+            if r + 1 < rows and c + 1 < cols:
+                if rng.random() < 0.5:
+                    edges.append((i, i + cols + 1))
+                else:
+                    edges.append((i + 1, i + cols))
+    return pos, edges
+
+
+def spring_positions(n: int, edges: Sequence[Edge], rng: np.random.Generator,
+                     box: tuple[float, float, float, float]) -> list[Point]:
+    """A force-directed drawing fitted into ``box`` (networkx spring layout seeded from ``rng``)."""
+    graph = nx.Graph()
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from(edges)
+    layout = nx.spring_layout(graph, seed=int(rng.integers(2**31)), iterations=50)
+    return fit_to_box([tuple(layout[i]) for i in range(n)], box)
+
+
+def circle_positions(n: int, rng: np.random.Generator, box: tuple[float, float, float, float]) -> list[Point]:
+    """Nodes evenly on a circle in a random order and rotation, fitted into ``box``."""
+    order = rng.permutation(n).tolist()
+    start = float(rng.uniform(0, 2 * np.pi))
+    angles = {node: start + 2 * np.pi * slot / n for slot, node in enumerate(order)}
+    x0, y0, x1, y1 = box
+    cx, cy, radius = (x0 + x1) / 2, (y0 + y1) / 2, min(x1 - x0, y1 - y0) / 2
+    return [(round(cx + radius * float(np.cos(angles[i])), 2), round(cy + radius * float(np.sin(angles[i])), 2))
+            for i in range(n)]
+
+
+def adjacency(n: int, edges: Sequence[Edge]) -> list[set[int]]:
+    adj: list[set[int]] = [set() for _ in range(n)]
+    for a, b in edges:
+        adj[a].add(b)
+        adj[b].add(a)
+    return adj
+
+
+def is_connected(n: int, edges: Sequence[Edge]) -> bool:
+    adj = adjacency(n, edges)
+    seen = {0}
+    stack = [0]
+    while stack:
+        for other in adj[stack.pop()]:
+            if other not in seen:
+                seen.add(other)
+                stack.append(other)
+    return len(seen) == n
+
+
+def relabel(pos: Sequence[Point], edges: Sequence[Edge], keep: Sequence[int]) -> tuple[list[Point], list[Edge]]:
+    """The subgraph on ``keep`` (in that order), nodes renumbered 0.."""
+    index = {old: new for new, old in enumerate(keep)}
+    new_edges = sorted(tuple(sorted((index[a], index[b]))) for a, b in edges if a in index and b in index)
+    return [pos[i] for i in keep], new_edges  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------- colouring by backtracking
+
+
+def colour_graph(adj: Sequence[set[int]], k: int, rng: np.random.Generator | None = None,
+                 budget: int = 200_000) -> list[int] | None:
+    """A proper colouring with colours 0..k-1, or None when none exists (exhaustive search).
+
+    DSATUR order (most-constrained node first); with ``rng`` colours are tried in a random
+    order, so repeated calls give different colourings. Raises RuntimeError past ``budget``
+    search steps (never reached for the small graphs here, but a proof must not hang).
+    """
+    n = len(adj)
+    colours = [-1] * n
+    steps = 0
+
+    def pick() -> int:
+        best, key = -1, (-1, -1)
+        for v in range(n):
+            if colours[v] < 0:
+                saturation = len({colours[u] for u in adj[v] if colours[u] >= 0})
+                candidate = (saturation, len(adj[v]))
+                if candidate > key:
+                    best, key = v, candidate
+        return best
+
+    def search(assigned: int) -> bool:
+        nonlocal steps
+        steps += 1
+        if steps > budget:
+            raise RuntimeError("colouring search budget exceeded")
+        if assigned == n:
+            return True
+        v = pick()
+        used = {colours[u] for u in adj[v]}
+        order = list(range(k)) if rng is None else rng.permutation(k).tolist()
+        # Symmetry: a colour never used so far is interchangeable with any other unused one.
+        seen_new = False
+        for c in order:
+            if c in used:
+                continue
+            fresh = c not in colours
+            if fresh and seen_new and rng is None:
+                continue
+            seen_new |= fresh
+            colours[v] = c
+            if search(assigned + 1):
+                return True
+            colours[v] = -1
+        return False
+
+    return list(colours) if search(0) else None
+
+
+def chromatic_number(adj: Sequence[set[int]], limit: int = 6) -> int:
+    for k in range(1, limit + 1):
+        if colour_graph(adj, k) is not None:
+            return k
+    return limit + 1
+
+
+# ---------------------------------------------------------------- drawing
+
+
+def draw_graph(drawing: Any, pos: Sequence[Point], edges: Sequence[Edge], fills: Sequence[str], radius: float,
+               edge_width: float, outline_width: float) -> None:
+    """Edges as one path under the nodes, then the nodes as outlined discs."""
+    if edges:
+        segments = [(pos[a][0], pos[a][1], pos[b][0], pos[b][1]) for a, b in edges]
+        drawing.add(drawing.path(d=segments_path(segments), stroke=EDGE, stroke_width=fmt(edge_width),
+                                 fill="none", stroke_linecap="round"))
+    for (x, y), fill in zip(pos, fills):
+        drawing.add(drawing.circle(center=(fmt(x), fmt(y)), r=fmt(radius), fill=fill, stroke=OUTLINE,
+                                   stroke_width=fmt(outline_width)))
+
+
+# ---------------------------------------------------------------- reading
+
+
+def check_geometry(meta: Mapping[str, Any], rgb: np.ndarray) -> str | None:
+    """Why an image cannot be read against this layout (aspect ratio, size), or None."""
+    layout = meta["layout"]
+    height, width = rgb.shape[:2]
+    expected = layout["width"] / layout["height"]
+    if abs((width / height) / expected - 1) > ASPECT_TOLERANCE:
+        return f"aspect ratio {width}x{height} does not match the puzzle ({expected:.3f}:1)"
+    radius_px = layout["node_radius"] * width / layout["width"]
+    if radius_px < MIN_RADIUS_PX:
+        return f"image too small to read: node radius {radius_px:.1f} px"
+    return None
+
+
+def read_node_labels(meta: Mapping[str, Any], rgb: np.ndarray, nodes: Sequence[Sequence[float]]) -> list[int]:
+    """Label each node: palette index (0..), UNCOLOURED_LABEL, or OFF_PALETTE_LABEL.
+
+    ``nodes`` are node centres in layout units; meta holds the layout size, the node radius,
+    the palette, the uncoloured fill and the off-palette reference colours.
+    """
+    layout = meta["layout"]
+    height, width = rgb.shape[:2]
+    radius_px = layout["node_radius"] * min(width / layout["width"], height / layout["height"])
+    window = max(1, int(radius_px * WINDOW_FRACTION))
+    points = np.asarray(nodes, dtype=np.float64) / np.asarray([layout["width"], layout["height"]], dtype=np.float64)
+    samples = sample_colours(rgb, points, window)
+    palette = list(meta["palette"])
+    known = palette + [meta["uncoloured"]]
+    references = known + list(meta["off_palette"])
+    reference_rgb = np.asarray([hex_to_rgb(c) for c in references], dtype=np.float32)
+    nearest = nearest_palette(samples, reference_rgb)
+    known_rgb = reference_rgb[: len(known)]
+    closest_known = np.sqrt(((samples[:, None, :] - known_rgb[None, :, :]) ** 2).sum(axis=2)).min(axis=1)
+    labels = []
+    for index, distance in zip(nearest.tolist(), closest_known.tolist()):
+        if index >= len(known) or distance > MAX_MATCH_DISTANCE:
+            labels.append(OFF_PALETTE_LABEL)
+        elif index == len(palette):
+            labels.append(UNCOLOURED_LABEL)
+        else:
+            labels.append(index)
+    return labels
+
+
+# ---------------------------------------------------------------- distractor choice
+
+
+PICKER_CHANCE = 0.2  # each picker should find the solution about as often as a blind guess
+
+
+def picker_outcomes(vectors: np.ndarray, margin: float = 2.0) -> dict[str, np.ndarray]:
+    """How each context-blind picker (builds/pickers.py) fares on option 0 of each option set:
+    1.0 when it clearly picks it, 0.0 when it clearly picks another option, 0.5 when too close
+    to call.
+
+    ``vectors`` (sets, options, features) stand in for the option images (node luminance:
+    every node has the same area and everything else is identical between options).
+    Near-ties are uncertain because the real images break them by anti-aliasing noise we do
+    not model.
+    """
+    distances = np.abs(vectors[:, :, None, :] - vectors[:, None, :, :]).sum(axis=3)
+    totals = distances.sum(axis=2)
+    near_mean = np.abs(vectors - vectors.mean(axis=1, keepdims=True)).sum(axis=2)
+
+    def outcome(values: np.ndarray) -> np.ndarray:
+        gap = values[:, 1:].min(axis=1) - values[:, 0]  # > 0: option 0 wins
+        return np.where(gap > margin, 1.0, np.where(gap < -margin, 0.0, 0.5))
+
+    return {"medoid": outcome(totals), "closest_to_mean": outcome(near_mean), "odd_one_out": outcome(-totals)}
+
+
+def least_revealing(vectors: np.ndarray, rng: np.random.Generator) -> int:
+    """Index of the option set (``vectors``: sets x 5 options x features, the solution first)
+    whose picker outcomes match a random target: each picker is meant to find the solution
+    with probability PICKER_CHANCE.
+
+    Always hiding the solution from every picker would make "pick what no picker picks" a
+    winning strategy; matching a chance-level target keeps every picker at about chance.
+    Ties among equally good sets are broken with ``rng``.
+    """
+    target = {name: float(rng.random() < PICKER_CHANCE) for name in ("medoid", "closest_to_mean", "odd_one_out")}
+    outcomes = picker_outcomes(vectors)
+    scores = sum(np.abs(outcomes[name] - target[name]) for name in target)
+    shortlist = np.flatnonzero(scores == scores.min())
+    return int(shortlist[int(rng.integers(len(shortlist)))])
+
+
+def label_luminance(labels: Sequence[int], palette: Sequence[str], off_colour: str) -> np.ndarray:
+    """Luminance per node of a labelled answer, as it would be drawn."""
+    table = {UNCOLOURED_LABEL: luminance(UNCOLOURED), OFF_PALETTE_LABEL: luminance(off_colour)}
+    table.update({i: luminance(c) for i, c in enumerate(palette)})
+    return np.asarray([table[label] for label in labels], dtype=np.float64)
+
+
+def fills_for(labels: Sequence[int], palette: Sequence[str], off_colour: str) -> list[str]:
+    """Hex fill per node for a labelled answer."""
+    return [UNCOLOURED if lab == UNCOLOURED_LABEL else off_colour if lab == OFF_PALETTE_LABEL else palette[lab]
+            for lab in labels]
+
+
+def site_variants(labels: Sequence[int], sites: Sequence[int], values: Sequence[int],
+                  judge: Callable[[Sequence[int]], dict[str, bool]]) -> dict[str, list[list[int]]]:
+    """Every answer that differs from ``labels`` only at ``sites`` (each taking any of ``values``)
+    and fails exactly one check, grouped by that check.
+
+    Candidates share their sites, so the chosen distractors share edits with each other
+    (I-RAVEN): the solution is one corner of a product, not the centre of a star of edits.
+    """
+    by_kind: dict[str, list[list[int]]] = {}
+    for combo in product(values, repeat=len(sites)):
+        candidate = list(labels)
+        for site, value in zip(sites, combo):
+            candidate[site] = value
+        failed = [name for name, ok in judge(candidate).items() if not ok]
+        if len(failed) == 1:
+            by_kind.setdefault(failed[0], []).append(candidate)
+    return by_kind
+
+
+def pick_distractors(labels: Sequence[int], by_kind: Mapping[str, list[list[int]]], kinds: Sequence[str],
+                     palette: Sequence[str], off_colour: str, rng: np.random.Generator,
+                     count: int = 4, tries: int = 300) -> list[tuple[str, list[int]]]:
+    """``count`` (violation, labels) distractors, every kind in ``kinds`` at least once, the set
+    chosen by ``least_revealing`` among ``tries`` random candidate sets, in random order."""
+    if any(not by_kind.get(kind) for kind in kinds) or len(kinds) > count:
+        raise ValueError("a kind has no candidates")
+    flat = [(kind, candidate) for kind in kinds for candidate in by_kind[kind]]
+    offsets = np.cumsum([0] + [len(by_kind[kind]) for kind in kinds])
+    sizes = np.asarray([len(by_kind[kind]) for kind in kinds])
+    # One candidate of every kind per set (vectorised draws), plus one more of a random kind.
+    columns = [offsets[i] + rng.integers(sizes[i], size=tries) for i in range(len(kinds))]
+    if count == len(kinds) + 1:
+        extra_kind = rng.integers(len(kinds), size=tries)
+        first = np.stack(columns, axis=1)[np.arange(tries), extra_kind]
+        shift = rng.integers(np.maximum(sizes[extra_kind] - 1, 1))
+        second = offsets[extra_kind] + shift
+        second = second + (second >= first)  # a different candidate of the same kind
+        columns.append(second)
+        usable = sizes[extra_kind] >= 2
+    elif count == len(kinds):
+        usable = np.ones(tries, dtype=bool)
+    else:
+        raise ValueError(f"count must be {len(kinds)} or {len(kinds) + 1}")
+    sets = np.stack(columns, axis=1)[usable]
+    if not len(sets):
+        raise ValueError("no candidate distractor set")
+    features = np.stack([label_luminance(labels, palette, off_colour)]
+                        + [label_luminance(candidate, palette, off_colour) for _, candidate in flat])
+    index = np.concatenate([np.zeros((len(sets), 1), dtype=np.int64), sets + 1], axis=1)
+    best = sets[least_revealing(features[index], rng)].tolist()
+    return [flat[best[i]] for i in rng.permutation(count).tolist()]

@@ -1,0 +1,221 @@
+"""Graph k-colouring (domain: graph).
+
+The puzzle shows a planar graph drawn without edge crossings, every node uncoloured (white
+with a dark outline), and a row of k colour swatches below it. The answer fills every node
+with a swatch colour so that no edge joins two nodes of the same colour. Any proper
+colouring with the palette passes; the verifier never compares with the reference answer.
+
+The graph is a jittered grid triangulation (grid edges plus one random diagonal per cell:
+crossing-free and well spread by construction) with a few nodes and edges removed. Every
+puzzle needs the full palette: the generator proves by exhaustive backtracking that the
+graph has a k-colouring and has none with k-1 colours (chromatic number exactly k).
+
+Distractors share edits (I-RAVEN): three "site" nodes are chosen, every combination of
+values at those sites (a palette colour, uncoloured, the off-palette colour) is judged, and
+combinations that break exactly one check become candidates (an adjacent conflict, an
+off-palette colour, an uncoloured node; several sites may carry the same kind of fault, and
+other sites may hold a different but legal colour). Among many candidate sets of four
+(every kind present) the one that the context-blind pickers (medoid, closest to mean, odd
+one out, computed on node luminance, which is all that differs between options) find
+least is kept, so the solution is not the centre of the option set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from vrforge.generators.tacit import _graph_common as gc
+from vrforge.verifiers import graph_coloring as verifier
+
+from vrforge.registry import TaskSpec, register_task
+from vrforge.svgdraw import fmt, new_drawing, to_string
+from vrforge.types import Puzzle, RejectedPuzzle
+
+VERSION = "1.0.0"
+WIDTH = 400.0
+GRAPH_BOX = (34.0, 34.0, 366.0, 366.0)
+SWATCH_SIZE = 36.0
+SWATCH_GAP = 18.0
+SWATCH_Y = 412.0  # centre
+HEIGHT = 450.0
+NODE_RADIUS = 17.0
+EDGE_WIDTH = 3.0
+OUTLINE_WIDTH = 2.5
+SITES = 3
+CANDIDATE_SETS = 300
+GRAPH_TRIES = 60
+
+
+@dataclass(frozen=True)
+class ColoringConfig:
+    rows: int
+    cols: int
+    colours: int  # k: the palette size and the graph's chromatic number
+    drop_nodes: int
+    drop_edges: float  # fraction of edges removed before fixing the chromatic number
+
+    def validate(self) -> None:
+        if not 2 <= self.rows <= 5 or not 2 <= self.cols <= 5:
+            raise ValueError(f"grid must be between 2x2 and 5x5, got {self.rows}x{self.cols}")
+        if not 3 <= self.colours <= 4:
+            raise ValueError(f"colours must be 3 or 4 (planar graphs need at most 4), got {self.colours}")
+        if not 0 <= self.drop_nodes <= self.rows * self.cols - 5:
+            raise ValueError(f"drop_nodes must leave at least 5 nodes, got {self.drop_nodes}")
+        if not 0 <= self.drop_edges < 0.5:
+            raise ValueError(f"drop_edges must be in [0, 0.5), got {self.drop_edges}")
+
+
+DIFFICULTIES = {
+    "easy": ColoringConfig(rows=3, cols=3, colours=3, drop_nodes=1, drop_edges=0.1),
+    "medium": ColoringConfig(rows=4, cols=4, colours=3, drop_nodes=3, drop_edges=0.1),
+    "hard": ColoringConfig(rows=4, cols=4, colours=4, drop_nodes=1, drop_edges=0.05),
+}
+
+
+# ---------------------------------------------------------------- graph
+
+
+def _graph(config: ColoringConfig, rng: np.random.Generator) -> tuple[list[gc.Point], list[gc.Edge]]:
+    """A connected planar drawing whose chromatic number is exactly ``config.colours``."""
+    k = config.colours
+    for _ in range(GRAPH_TRIES):
+        pos, edges = gc.triangulated_grid(config.rows, config.cols, rng, jitter=0.2)
+        keep = sorted(rng.permutation(len(pos))[config.drop_nodes:].tolist())
+        pos, edges = gc.relabel(pos, edges, keep)
+        n = len(pos)
+        order = rng.permutation(len(edges)).tolist()
+        removable = [edges[i] for i in order]
+        target = int(round(config.drop_edges * len(edges)))
+        current = list(edges)
+        # Remove a few random edges, then more until the graph is k-colourable.
+        for edge in removable:
+            try:
+                colourable = gc.colour_graph(gc.adjacency(n, current), k) is not None
+            except RuntimeError:
+                colourable = False
+            if target <= 0 and colourable:
+                break
+            trial = [e for e in current if e != edge]
+            if gc.is_connected(n, trial) and min(len(s) for s in gc.adjacency(n, trial)) >= 2:
+                current = trial
+                target -= 1
+        adj = gc.adjacency(n, current)
+        try:
+            if not gc.is_connected(n, current) or gc.colour_graph(adj, k) is None:
+                continue
+            if gc.colour_graph(adj, k - 1) is not None:
+                continue  # would not need the full palette
+        except RuntimeError:  # search budget exceeded: no proof either way, draw another graph
+            continue
+        fitted = gc.fit_to_box(pos, GRAPH_BOX)
+        if gc.layout_problem(fitted, current, 3.6 * NODE_RADIUS, 2.0 * NODE_RADIUS, planar=True):
+            continue
+        return fitted, current
+    raise RejectedPuzzle(f"no {config.colours}-chromatic readable planar graph in {GRAPH_TRIES} tries")
+
+
+# ---------------------------------------------------------------- generation
+
+
+def generate(config: ColoringConfig, rng: np.random.Generator) -> Puzzle:
+    pos, edges = _graph(config, rng)
+    n, k = len(pos), config.colours
+    colour_order = rng.permutation(len(gc.POOL)).tolist()
+    palette = [gc.POOL[i] for i in colour_order[:k]]
+    off_palette = [gc.POOL[i] for i in sorted(colour_order[k:])]
+    off_colour = gc.POOL[colour_order[k]]
+    adj = gc.adjacency(n, edges)
+    labels = gc.colour_graph(adj, k, rng=rng)
+    assert labels is not None  # _graph proved it exists
+
+    meta = _meta(config, pos, edges, palette, off_palette)
+    chosen = _distractors(meta, labels, off_colour, rng)
+    solution = gc.fills_for(labels, palette, off_colour)
+    distractors = tuple(gc.fills_for(d, palette, off_colour) for _, d in chosen)
+    stats = {
+        "nodes": float(n),
+        "edges": float(len(edges)),
+        "colours": float(k),
+        "chromatic_number": float(k),
+        "mean_degree": 2.0 * len(edges) / n,
+    }
+    return Puzzle(
+        meta=meta,
+        solution=solution,
+        distractors=distractors,
+        violations=tuple(name for name, _ in chosen),
+        answer_index=int(rng.integers(len(chosen) + 1)),
+        stats=stats,
+    )
+
+
+def _meta(config: ColoringConfig, pos: list[gc.Point], edges: list[gc.Edge], palette: list[str],
+          off_palette: list[str]) -> dict:
+    k = len(palette)
+    total = k * SWATCH_SIZE + (k - 1) * SWATCH_GAP
+    x0 = WIDTH / 2 - total / 2 + SWATCH_SIZE / 2
+    swatches = [[round(x0 + i * (SWATCH_SIZE + SWATCH_GAP), 2), SWATCH_Y] for i in range(k)]
+    return {
+        "task": "graph_coloring",
+        "colours": config.colours,
+        "chromatic_number": config.colours,
+        "edges": [list(e) for e in edges],
+        "palette": palette,
+        "uncoloured": gc.UNCOLOURED,
+        "off_palette": off_palette,
+        "layout": {
+            "width": WIDTH,
+            "height": HEIGHT,
+            "node_radius": NODE_RADIUS,
+            "nodes": [list(p) for p in pos],
+            "swatches": swatches,
+            "swatch_size": SWATCH_SIZE,
+        },
+    }
+
+
+def _distractors(meta: dict, labels: list[int], off_colour: str, rng: np.random.Generator) -> list[tuple[str, list[int]]]:
+    """Four (violation, labels) pairs, every check represented, chosen to reveal least."""
+    n, k = len(labels), meta["colours"]
+    sites = sorted(rng.choice(n, size=min(SITES, n), replace=False).tolist())
+    values = list(range(k)) + [gc.UNCOLOURED_LABEL, gc.OFF_PALETTE_LABEL]
+    by_kind = gc.site_variants(labels, sites, values, lambda candidate: verifier.judge(meta, candidate))
+    try:
+        return gc.pick_distractors(labels, by_kind, verifier.CHECKS, meta["palette"], off_colour, rng,
+                                   tries=CANDIDATE_SETS)
+    except ValueError as exc:
+        raise RejectedPuzzle(f"distractors: {exc}") from None
+
+
+# ---------------------------------------------------------------- drawing
+
+
+def draw(meta: dict, fills: list[str] | None) -> str:
+    """The puzzle SVG; ``fills`` (a hex colour per node) colours the nodes, None leaves them blank."""
+    layout = meta["layout"]
+    drawing = new_drawing(layout["width"], layout["height"], gc.BACKGROUND)
+    pos = [tuple(p) for p in layout["nodes"]]
+    node_fills = fills if fills is not None else [meta["uncoloured"]] * len(pos)
+    gc.draw_graph(drawing, pos, [tuple(e) for e in meta["edges"]], node_fills, layout["node_radius"],
+                  EDGE_WIDTH, OUTLINE_WIDTH)
+    side = layout["swatch_size"]
+    for (x, y), colour in zip(layout["swatches"], meta["palette"]):
+        drawing.add(drawing.rect(insert=(fmt(x - side / 2), fmt(y - side / 2)), size=(fmt(side), fmt(side)),
+                                 rx=fmt(4), fill=colour, stroke=gc.OUTLINE, stroke_width=fmt(OUTLINE_WIDTH)))
+    return to_string(drawing)
+
+
+register_task(
+    TaskSpec(
+        name="graph_coloring",
+        domain="graph",
+        version=VERSION,
+        checks=verifier.CHECKS,
+        difficulties=DIFFICULTIES,
+        generate=generate,
+        draw=draw,
+        verify=verifier.verify,
+        description="Colour every node with a palette colour so that adjacent nodes differ.",
+    )
+)

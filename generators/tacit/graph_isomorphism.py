@@ -1,0 +1,267 @@
+"""Graph isomorphism (domain: graph).
+
+The puzzle shows two drawings of the same graph: graph A on the left with every node in its
+own colour, graph B on the right (a relabelled copy, drawn differently) with uncoloured
+nodes. The answer colours B's nodes with A's colours so that the colouring is an
+isomorphism: each colour once, and two B nodes joined exactly when the A nodes of their
+colours are joined. Any isomorphism passes (automorphisms of A give other valid answers).
+
+Why this design and not a yes/no badge or a "which of five graphs is isomorphic" choice: a
+yes/no answer drawn as a badge gives four identical wrong options, which the odd-one-out
+picker solves every time; five candidate graphs need all five to share node count, edge
+count and degree sequence while one stays isomorphic, and every option is then a whole new
+drawing, so nothing ties an option to the reasoning. Colouring B makes the answer itself the
+proof (the mapping is visible and checked edge by edge), lets the verifier accept every
+valid isomorphism, reuses the node-colour reading of graph_coloring, and gives near-miss
+distractors that are distinct and informative: each one is a colouring of B that is wrong in
+exactly one way.
+
+Distractors (each fails exactly one check): ``uncoloured_node`` (a B node left blank),
+``off_palette`` (a B node in a colour A does not use), ``not_bijective`` (one colour on two
+B nodes, the rest consistent), ``edge_mismatch`` (a one-to-one colouring where colours of
+similar nodes are exchanged, so some edge of B joins colours that are not joined in A).
+They share edits (I-RAVEN): three "site" nodes of B with similar neighbourhoods are chosen,
+every assignment of the sites' colours / blank / off-palette is judged, and the set of four
+(one per kind) that the context-blind pickers find least is kept.
+
+Difficulty: node count and edge count; medium and hard graphs are near-regular (degrees
+differ by at most one; hard graphs are cubic) so counting degrees does not solve them, and
+B is drawn on a circle in random order while A has a force-directed layout, so the two
+drawings do not look alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+from vrforge.generators.tacit import _graph_common as gc
+from vrforge.verifiers import graph_isomorphism as verifier
+
+from vrforge.registry import TaskSpec, register_task
+from vrforge.svgdraw import fmt, new_drawing, to_string
+from vrforge.types import Puzzle, RejectedPuzzle
+
+VERSION = "1.0.0"
+PANEL = 340.0
+MARGIN = 20.0
+GAP = 40.0
+WIDTH = 2 * MARGIN + 2 * PANEL + GAP
+HEIGHT = 2 * MARGIN + PANEL
+NODE_RADIUS = 21.0
+EDGE_WIDTH = 3.0
+OUTLINE_WIDTH = 2.5
+SEPARATOR = "#bdbdbd"
+SITES = 3
+CANDIDATE_SETS = 300
+GRAPH_TRIES = 200
+LAYOUT_TRIES = 5
+
+
+@dataclass(frozen=True)
+class IsomorphismConfig:
+    nodes: int
+    edges: int
+    near_regular: bool  # degrees differ by at most one (degree counting does not help)
+
+    def validate(self) -> None:
+        if not 4 <= self.nodes <= len(gc.POOL) - 1:
+            raise ValueError(f"nodes must be in 4..{len(gc.POOL) - 1} (one pool colour stays off-palette), got {self.nodes}")
+        if not self.nodes - 1 <= self.edges <= self.nodes * (self.nodes - 1) // 2 - 1:
+            raise ValueError(f"edges must allow a connected, non-complete graph, got {self.edges}")
+
+
+DIFFICULTIES = {
+    "easy": IsomorphismConfig(nodes=6, edges=7, near_regular=False),
+    "medium": IsomorphismConfig(nodes=7, edges=10, near_regular=True),
+    "hard": IsomorphismConfig(nodes=8, edges=12, near_regular=True),
+}
+
+
+# ---------------------------------------------------------------- graph
+
+
+def _random_edges(config: IsomorphismConfig, rng: np.random.Generator) -> list[gc.Edge] | None:
+    n, m = config.nodes, config.edges
+    if config.near_regular:
+        # Configuration model on a near-regular degree sequence; reject loops and multi-edges.
+        low, extra = divmod(2 * m, n)
+        degrees = [low + 1] * extra + [low] * (n - extra)
+        degrees = [degrees[i] for i in rng.permutation(n).tolist()]
+        stubs = [v for v, d in enumerate(degrees) for _ in range(d)]
+        stubs = [stubs[i] for i in rng.permutation(len(stubs)).tolist()]
+        pairs = [tuple(sorted(stubs[i:i + 2])) for i in range(0, len(stubs), 2)]
+        if any(a == b for a, b in pairs) or len(set(pairs)) != len(pairs):
+            return None
+        edges = sorted(pairs)  # type: ignore[arg-type]
+    else:
+        every = [(a, b) for a in range(n) for b in range(a + 1, n)]
+        edges = sorted(every[i] for i in rng.choice(len(every), size=m, replace=False).tolist())
+    return edges if gc.is_connected(n, edges) else None  # type: ignore[return-value]
+
+
+def _layouts(n: int, edges_a: list[gc.Edge], edges_b: list[gc.Edge], rng: np.random.Generator):
+    r = NODE_RADIUS
+    inset = r + 8
+    box_a = (MARGIN + inset, MARGIN + inset, MARGIN + PANEL - inset, MARGIN + PANEL - inset)
+    left_b = MARGIN + PANEL + GAP
+    box_b = (left_b + inset, MARGIN + inset, left_b + PANEL - inset, MARGIN + PANEL - inset)
+    best = None
+    for _ in range(LAYOUT_TRIES):
+        pos = gc.spring_positions(n, edges_a, rng, box_a)
+        if gc.layout_problem(pos, edges_a, 3.2 * r, 1.9 * r, planar=False) is None:
+            score = gc.crossings(pos, edges_a)
+            if best is None or score < best[0]:
+                best = (score, pos)
+            if score <= 1:
+                break
+    if best is None:
+        return None
+    for _ in range(LAYOUT_TRIES):
+        pos_b = gc.circle_positions(n, rng, box_b)
+        if gc.layout_problem(pos_b, edges_b, 3.2 * r, 1.9 * r, planar=False) is None:
+            return best[1], pos_b
+    return None
+
+
+def _graphs(config: IsomorphismConfig, rng: np.random.Generator):
+    for _ in range(GRAPH_TRIES):
+        edges_a = _random_edges(config, rng)
+        if edges_a is None:
+            continue
+        n = config.nodes
+        # B node j is A node mapping[j].
+        mapping = rng.permutation(n).tolist()
+        inverse = {a: j for j, a in enumerate(mapping)}
+        edges_b = sorted(tuple(sorted((inverse[a], inverse[b]))) for a, b in edges_a)
+        layouts = _layouts(n, edges_a, edges_b, rng)  # type: ignore[arg-type]
+        if layouts is None:
+            continue
+        return edges_a, edges_b, mapping, layouts
+    raise RejectedPuzzle(f"no readable graph pair in {GRAPH_TRIES} tries")
+
+
+def refinement_classes(n: int, edges: list[gc.Edge]) -> int:
+    """Number of colour classes after 1-dimensional Weisfeiler-Leman refinement."""
+    adj = gc.adjacency(n, edges)
+    colours = [0] * n
+    while True:
+        signatures = [(colours[v], tuple(sorted(colours[u] for u in adj[v]))) for v in range(n)]
+        index = {s: i for i, s in enumerate(sorted(set(signatures)))}
+        refined = [index[s] for s in signatures]
+        if len(set(refined)) == len(set(colours)):
+            return len(set(refined))
+        colours = refined
+
+
+def automorphisms(n: int, edges: list[gc.Edge]) -> int:
+    graph = nx.Graph()
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from(edges)
+    return sum(1 for _ in nx.algorithms.isomorphism.GraphMatcher(graph, graph).isomorphisms_iter())
+
+
+# ---------------------------------------------------------------- generation
+
+
+def generate(config: IsomorphismConfig, rng: np.random.Generator) -> Puzzle:
+    n = config.nodes
+    edges_a, edges_b, mapping, (pos_a, pos_b) = _graphs(config, rng)
+    colour_order = rng.permutation(len(gc.POOL)).tolist()
+    palette = [gc.POOL[i] for i in colour_order[:n]]
+    off_palette = [gc.POOL[i] for i in sorted(colour_order[n:])]
+    off_colour = gc.POOL[colour_order[n]]
+    meta = {
+        "task": "graph_isomorphism",
+        "nodes": n,
+        "edges_a": [list(e) for e in edges_a],
+        "edges_b": [list(e) for e in edges_b],
+        "palette": palette,
+        "uncoloured": gc.UNCOLOURED,
+        "off_palette": off_palette,
+        "layout": {
+            "width": WIDTH,
+            "height": HEIGHT,
+            "node_radius": NODE_RADIUS,
+            "nodes_a": [list(p) for p in pos_a],
+            "nodes_b": [list(p) for p in pos_b],
+        },
+    }
+    labels = list(mapping)  # B node j takes the colour of A node mapping[j]
+    assert all(verifier.judge(meta, labels).values())
+    chosen = _distractors(meta, labels, off_colour, rng)
+    symmetries = automorphisms(n, edges_a)
+    meta["automorphisms"] = symmetries
+    stats = {
+        "nodes": float(n),
+        "edges": float(len(edges_a)),
+        "automorphisms": float(symmetries),
+        "refinement_classes": float(refinement_classes(n, edges_a)),
+        "crossings_a": float(gc.crossings(pos_a, edges_a)),
+        "crossings_b": float(gc.crossings(pos_b, edges_b)),
+    }
+    return Puzzle(
+        meta=meta,
+        solution=gc.fills_for(labels, palette, off_colour),
+        distractors=tuple(gc.fills_for(d, palette, off_colour) for _, d in chosen),
+        violations=tuple(name for name, _ in chosen),
+        answer_index=int(rng.integers(len(chosen) + 1)),
+        stats=stats,
+    )
+
+
+def _sites(n: int, edges_b: list[gc.Edge], rng: np.random.Generator) -> list[int]:
+    """A random B node and the two nodes whose neighbourhoods differ least from it: exchanging
+    their colours breaks few edges (a near miss)."""
+    adj = gc.adjacency(n, edges_b)
+    first = int(rng.integers(n))
+    others = [v for v in rng.permutation(n).tolist() if v != first]
+    others.sort(key=lambda v: len((adj[first] - {v}) ^ (adj[v] - {first})))  # stable: random tie order
+    return sorted([first, *others[: SITES - 1]])
+
+
+def _distractors(meta: dict, labels: list[int], off_colour: str, rng: np.random.Generator) -> list[tuple[str, list[int]]]:
+    n = meta["nodes"]
+    sites = _sites(n, [tuple(e) for e in meta["edges_b"]], rng)
+    values = [labels[s] for s in sites] + [gc.UNCOLOURED_LABEL, gc.OFF_PALETTE_LABEL]
+    by_kind = gc.site_variants(labels, sites, values, lambda candidate: verifier.judge(meta, candidate))
+    try:
+        return gc.pick_distractors(labels, by_kind, verifier.CHECKS, meta["palette"], off_colour, rng,
+                                   tries=CANDIDATE_SETS)
+    except ValueError as exc:
+        raise RejectedPuzzle(f"distractors: {exc}") from None
+
+
+# ---------------------------------------------------------------- drawing
+
+
+def draw(meta: dict, fills: list[str] | None) -> str:
+    """The puzzle SVG; ``fills`` (a hex colour per B node) colours graph B, None leaves it blank."""
+    layout = meta["layout"]
+    drawing = new_drawing(layout["width"], layout["height"], gc.BACKGROUND)
+    x = MARGIN + PANEL + GAP / 2
+    drawing.add(drawing.line(start=(fmt(x), fmt(MARGIN)), end=(fmt(x), fmt(MARGIN + PANEL)), stroke=SEPARATOR,
+                             stroke_width=fmt(2), stroke_dasharray="6,6"))
+    radius = layout["node_radius"]
+    gc.draw_graph(drawing, [tuple(p) for p in layout["nodes_a"]], [tuple(e) for e in meta["edges_a"]],
+                  meta["palette"], radius, EDGE_WIDTH, OUTLINE_WIDTH)
+    pos_b = [tuple(p) for p in layout["nodes_b"]]
+    gc.draw_graph(drawing, pos_b, [tuple(e) for e in meta["edges_b"]],
+                  fills if fills is not None else [meta["uncoloured"]] * len(pos_b), radius, EDGE_WIDTH, OUTLINE_WIDTH)
+    return to_string(drawing)
+
+
+register_task(
+    TaskSpec(
+        name="graph_isomorphism",
+        domain="graph",
+        version=VERSION,
+        checks=verifier.CHECKS,
+        difficulties=DIFFICULTIES,
+        generate=generate,
+        draw=draw,
+        verify=verifier.verify,
+        description="Colour graph B's nodes with graph A's colours so that the colouring is an isomorphism.",
+    )
+)

@@ -1,0 +1,240 @@
+"""graph_coloring: generator, drawing and verifier against the TACIT bar."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import json
+
+import networkx as nx
+import numpy as np
+import pytest
+from PIL import Image
+from vrforge.builds.item import build_item
+from vrforge.builds.pickers import pick_all, picker_accuracy
+from vrforge.builds.plan import PlanItem
+from vrforge.generators.tacit import _graph_common as gc
+from vrforge.generators.tacit import graph_coloring as task
+from vrforge.schemas.tacit import meta_errors
+from vrforge.verifiers import graph_coloring as verifier
+
+from vrforge.registry import get_task
+from vrforge.render import encode_png, rasterise
+from vrforge.seeding import item_rng
+from vrforge.types import RejectedPuzzle
+
+DIFFICULTIES = ("easy", "medium", "hard")
+
+
+def make(difficulty: str, seed: int = 0):
+    config = task.DIFFICULTIES[difficulty]
+    for attempt in range(20):
+        try:
+            return task.generate(config, item_rng(seed * 100 + attempt))
+        except RejectedPuzzle:
+            continue
+    raise AssertionError("no puzzle in 20 attempts")
+
+
+def render(meta, answer, width: int = 512) -> np.ndarray:
+    return rasterise(task.draw(meta, answer), [width])[width]
+
+
+def resized(rgb: np.ndarray, factor: float) -> np.ndarray:
+    image = Image.fromarray(rgb)
+    size = (round(image.width * factor), round(image.height * factor))
+    return np.asarray(image.resize(size, Image.Resampling.LANCZOS))
+
+
+def jpeg(rgb: np.ndarray, quality: int = 85) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(rgb).save(buffer, format="JPEG", quality=quality)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module", params=DIFFICULTIES)
+def puzzle(request):
+    return make(request.param)
+
+
+def test_registered():
+    spec = get_task("graph_coloring")
+    assert spec.domain == "graph"
+    assert spec.checks == verifier.CHECKS
+
+
+def test_meta_matches_schema(puzzle):
+    assert meta_errors("graph_coloring", puzzle.meta) == []
+    json.dumps(puzzle.meta)  # plain JSON
+
+
+def test_solution_passes_at_every_resolution_and_after_degradation(puzzle):
+    rasters = rasterise(task.draw(puzzle.meta, puzzle.solution), [512, 1024, 2048])
+    for width, rgb in rasters.items():
+        assert verifier.verify(puzzle.meta, rgb).passed, width
+    for factor in (0.9, 1.1):
+        assert verifier.verify(puzzle.meta, resized(rasters[512], factor)).passed, factor
+    assert verifier.verify(puzzle.meta, jpeg(rasters[512])).passed
+    assert verifier.verify(puzzle.meta, jpeg(resized(rasters[512], 0.9))).passed
+
+
+def test_each_distractor_fails_exactly_its_check(puzzle):
+    assert set(puzzle.violations) == set(verifier.CHECKS)
+    for answer, name in zip(puzzle.distractors, puzzle.violations):
+        rgb = render(puzzle.meta, answer)
+        for image in (rgb, resized(rgb, 0.9), resized(rgb, 1.1), jpeg(rgb)):
+            assert verifier.verify(puzzle.meta, image).failed == [name]
+        assert verifier.verify(puzzle.meta, render(puzzle.meta, answer, 2048)).failed == [name]
+
+
+def test_options_pairwise_different(puzzle):
+    digests = {hashlib.sha256(render(puzzle.meta, option).tobytes()).hexdigest() for option in puzzle.options()}
+    assert len(digests) == 5
+    assert puzzle.options()[puzzle.answer_index] == puzzle.solution
+
+
+def test_any_proper_colouring_passes(puzzle):
+    # Permuting the palette over the solution gives a different proper colouring.
+    palette = puzzle.meta["palette"]
+    shift = {c: palette[(i + 1) % len(palette)] for i, c in enumerate(palette)}
+    other = [shift[c] for c in puzzle.solution]
+    assert other != puzzle.solution
+    assert verifier.verify(puzzle.meta, render(puzzle.meta, other)).passed
+    # And one found independently by a fresh randomised search.
+    n = len(puzzle.meta["layout"]["nodes"])
+    labels = gc.colour_graph(gc.adjacency(n, [tuple(e) for e in puzzle.meta["edges"]]), len(palette),
+                             rng=np.random.default_rng(7))
+    assert verifier.verify(puzzle.meta, render(puzzle.meta, [palette[x] for x in labels])).passed
+
+
+def test_each_violation_rejected_by_hand(puzzle):
+    meta, solution = puzzle.meta, list(puzzle.solution)
+    a, b = meta["edges"][0]
+    conflict = list(solution)
+    conflict[a] = conflict[b]
+    assert verifier.verify(meta, render(meta, conflict)).failed == ["adjacent_conflict"]
+    uncoloured = list(solution)
+    uncoloured[a] = meta["uncoloured"]
+    assert verifier.verify(meta, render(meta, uncoloured)).failed == ["uncoloured_node"]
+    for colour in ("#808080", meta["off_palette"][-1], "#000000"):  # any non-palette colour
+        off = list(solution)
+        off[a] = colour
+        assert verifier.verify(meta, render(meta, off)).failed == ["off_palette"], colour
+
+
+def test_blank_puzzle_and_bad_images_rejected(puzzle):
+    meta = puzzle.meta
+    blank = render(meta, None)
+    assert verifier.verify(meta, blank).failed == ["uncoloured_node"]
+    white = np.full_like(blank, 255)
+    assert not verifier.verify(meta, white).passed
+    noise = np.random.default_rng(0).integers(0, 256, size=blank.shape, dtype=np.uint8)
+    assert not verifier.verify(meta, noise).passed
+    png = encode_png(render(meta, puzzle.solution))
+    truncated = verifier.verify(meta, png[: len(png) // 2])
+    assert not truncated.passed and not truncated.usable
+    assert not verifier.verify(meta, b"not an image").usable
+    assert not verifier.verify(meta, np.zeros((100, 400, 3), dtype=np.uint8)).usable  # wrong aspect
+    assert not verifier.verify(meta, np.zeros((20, 18, 3), dtype=np.uint8)).usable  # too small
+
+
+def test_drawing_is_planar_and_readable(puzzle):
+    meta = puzzle.meta
+    pos = [tuple(p) for p in meta["layout"]["nodes"]]
+    edges = [tuple(e) for e in meta["edges"]]
+    r = meta["layout"]["node_radius"]
+    assert gc.crossings(pos, edges) == 0
+    assert gc.layout_problem(pos, edges, 3.5 * r, 1.9 * r, planar=True) is None
+    graph = nx.Graph(edges)
+    assert nx.is_connected(graph) and nx.check_planarity(graph)[0]
+    # The node disc at 512 px is comfortably large.
+    assert r * 512 / meta["layout"]["width"] >= 20
+
+
+def _colourable_brute(n: int, edges: list[tuple[int, int]], k: int) -> bool:
+    """Independent check: plain backtracking in node order (no DSATUR, no symmetry breaking)."""
+    adj = gc.adjacency(n, edges)
+    colours = [-1] * n
+
+    def go(v: int) -> bool:
+        if v == n:
+            return True
+        for c in range(k):
+            if all(colours[u] != c for u in adj[v]):
+                colours[v] = c
+                if go(v + 1):
+                    return True
+        colours[v] = -1
+        return False
+
+    return go(0)
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_chromatic_number_is_exactly_k(difficulty):
+    for seed in range(6):
+        p = make(difficulty, seed)
+        n = len(p.meta["layout"]["nodes"])
+        edges = [tuple(e) for e in p.meta["edges"]]
+        k = p.meta["colours"]
+        assert p.meta["chromatic_number"] == k == len(p.meta["palette"])
+        assert _colourable_brute(n, edges, k)
+        assert not _colourable_brute(n, edges, k - 1)
+        if n <= 9:  # exhaustive over every assignment where that is cheap
+            adj_pairs = np.asarray(edges)
+            found = any(np.all(np.asarray(c)[adj_pairs[:, 0]] != np.asarray(c)[adj_pairs[:, 1]])
+                        for c in itertools.product(range(k - 1), repeat=n))
+            assert not found
+
+
+def test_solution_labels_are_proper(puzzle):
+    index = {c: i for i, c in enumerate(puzzle.meta["palette"])}
+    labels = [index[c] for c in puzzle.solution]
+    assert all(verifier.judge(puzzle.meta, labels).values())
+
+
+def test_deterministic():
+    config = task.DIFFICULTIES["hard"]
+    a = task.generate(config, item_rng(123))
+    b = task.generate(config, item_rng(123))
+    assert task.draw(a.meta, a.solution) == task.draw(b.meta, b.solution)
+    assert [task.draw(a.meta, d) for d in a.distractors] == [task.draw(b.meta, d) for d in b.distractors]
+    assert a.answer_index == b.answer_index and a.violations == b.violations
+
+
+SNAPSHOTS = {
+    "easy": "0ec53e0d2d79695fcba76fe9cbc2ccf33e966ce6407b13f03e8de01204fdf651",
+    "medium": "24584f747eb852b546542ddf144b359082624a36c03fcb2f21981a22ef43aaa3",
+    "hard": "34768a05ace96d891b22b82f15b2ec02d3f119c23434e46733b3d3277384f016",
+}
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_snapshot(difficulty):
+    p = task.generate(task.DIFFICULTIES[difficulty], item_rng(0))
+    digest = hashlib.sha256(encode_png(render(p.meta, p.solution))).hexdigest()
+    assert digest == SNAPSHOTS[difficulty]
+
+
+def test_build_item_accepts():
+    built = build_item(PlanItem("graph_coloring", "hard", 0, 0), (512,), "test")
+    assert built.fields["task"] == "graph_coloring"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_context_blind_pickers_near_chance(difficulty):
+    choices, answers = [], []
+    seed = 0
+    while len(answers) < 200:
+        seed += 1
+        try:
+            p = task.generate(task.DIFFICULTIES[difficulty], item_rng(50_000 + seed))
+        except RejectedPuzzle:
+            continue
+        options = [rasterise(task.draw(p.meta, option), [256])[256] for option in p.options()]
+        choices.append(pick_all(options))
+        answers.append(p.answer_index)
+    accuracy = picker_accuracy(choices, answers)
+    assert all(value <= 0.30 for value in accuracy.values()), accuracy

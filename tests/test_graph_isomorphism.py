@@ -1,0 +1,264 @@
+"""graph_isomorphism: generator, drawing and verifier against the TACIT bar."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import json
+
+import networkx as nx
+import numpy as np
+import pytest
+from PIL import Image
+from vrforge.builds.item import build_item
+from vrforge.builds.pickers import pick_all, picker_accuracy
+from vrforge.builds.plan import PlanItem
+from vrforge.generators.tacit import _graph_common as gc
+from vrforge.generators.tacit import graph_isomorphism as task
+from vrforge.schemas.tacit import meta_errors
+from vrforge.verifiers import graph_isomorphism as verifier
+
+from vrforge.registry import get_task
+from vrforge.render import encode_png, rasterise
+from vrforge.seeding import item_rng
+from vrforge.types import RejectedPuzzle
+
+DIFFICULTIES = ("easy", "medium", "hard")
+
+
+def make(difficulty: str, seed: int = 0):
+    config = task.DIFFICULTIES[difficulty]
+    for attempt in range(20):
+        try:
+            return task.generate(config, item_rng(seed * 100 + attempt))
+        except RejectedPuzzle:
+            continue
+    raise AssertionError("no puzzle in 20 attempts")
+
+
+def render(meta, answer, width: int = 512) -> np.ndarray:
+    return rasterise(task.draw(meta, answer), [width])[width]
+
+
+def resized(rgb: np.ndarray, factor: float) -> np.ndarray:
+    image = Image.fromarray(rgb)
+    size = (round(image.width * factor), round(image.height * factor))
+    return np.asarray(image.resize(size, Image.Resampling.LANCZOS))
+
+
+def jpeg(rgb: np.ndarray, quality: int = 85) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(rgb).save(buffer, format="JPEG", quality=quality)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module", params=DIFFICULTIES)
+def puzzle(request):
+    return make(request.param)
+
+
+def edges_of(meta, key):
+    return [tuple(e) for e in meta[key]]
+
+
+def labels_to_fills(meta, labels):
+    return [meta["palette"][x] for x in labels]
+
+
+def isomorphisms(meta):
+    """Every map B node -> A node that is an isomorphism (networkx VF2, independent of the verifier)."""
+    a, b = nx.Graph(), nx.Graph()
+    a.add_nodes_from(range(meta["nodes"]))
+    b.add_nodes_from(range(meta["nodes"]))
+    a.add_edges_from(edges_of(meta, "edges_a"))
+    b.add_edges_from(edges_of(meta, "edges_b"))
+    for mapping in nx.algorithms.isomorphism.GraphMatcher(b, a).isomorphisms_iter():
+        yield [mapping[j] for j in range(meta["nodes"])]
+
+
+def test_registered():
+    spec = get_task("graph_isomorphism")
+    assert spec.domain == "graph"
+    assert spec.checks == verifier.CHECKS
+
+
+def test_meta_matches_schema(puzzle):
+    assert meta_errors("graph_isomorphism", puzzle.meta) == []
+    json.dumps(puzzle.meta)
+
+
+def test_solution_passes_at_every_resolution_and_after_degradation(puzzle):
+    rasters = rasterise(task.draw(puzzle.meta, puzzle.solution), [512, 1024, 2048])
+    for width, rgb in rasters.items():
+        assert verifier.verify(puzzle.meta, rgb).passed, width
+    for factor in (0.9, 1.1):
+        assert verifier.verify(puzzle.meta, resized(rasters[512], factor)).passed, factor
+    assert verifier.verify(puzzle.meta, jpeg(rasters[512])).passed
+    assert verifier.verify(puzzle.meta, jpeg(resized(rasters[512], 0.9))).passed
+
+
+def test_each_distractor_fails_exactly_its_check(puzzle):
+    assert sorted(puzzle.violations) == sorted(verifier.CHECKS)
+    for answer, name in zip(puzzle.distractors, puzzle.violations):
+        rgb = render(puzzle.meta, answer)
+        for image in (rgb, resized(rgb, 0.9), resized(rgb, 1.1), jpeg(rgb)):
+            assert verifier.verify(puzzle.meta, image).failed == [name]
+        assert verifier.verify(puzzle.meta, render(puzzle.meta, answer, 2048)).failed == [name]
+
+
+def test_options_pairwise_different(puzzle):
+    digests = {hashlib.sha256(render(puzzle.meta, option).tobytes()).hexdigest() for option in puzzle.options()}
+    assert len(digests) == 5
+    assert puzzle.options()[puzzle.answer_index] == puzzle.solution
+
+
+def test_solution_is_an_isomorphism(puzzle):
+    index = {c: i for i, c in enumerate(puzzle.meta["palette"])}
+    labels = [index[c] for c in puzzle.solution]
+    assert labels in list(isomorphisms(puzzle.meta))
+    assert sum(1 for _ in isomorphisms(puzzle.meta)) == puzzle.meta["automorphisms"]
+
+
+def test_every_isomorphism_passes():
+    # Find puzzles whose graph has symmetries: every automorphism gives another valid answer.
+    checked = 0
+    for seed in range(40):
+        p = make("easy", seed)
+        maps = list(isomorphisms(p.meta))
+        if len(maps) < 2:
+            continue
+        for labels in maps[:3]:
+            assert verifier.verify(p.meta, render(p.meta, labels_to_fills(p.meta, labels))).passed
+        checked += 1
+        if checked == 2:
+            break
+    assert checked == 2
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_judge_accepts_exactly_the_isomorphisms(difficulty):
+    # Exhaustive over every one-to-one colouring (n! maps): the verifier's judge passes a map
+    # if and only if networkx says it is an isomorphism.
+    p = make(difficulty, 3)
+    n = p.meta["nodes"]
+    valid = {tuple(m) for m in isomorphisms(p.meta)}
+    edges_a = {frozenset(e) for e in p.meta["edges_a"]}
+    edges_b = np.asarray(p.meta["edges_b"])
+    count = 0
+    for perm in itertools.permutations(range(n)):
+        labels = np.asarray(perm)
+        preserves = all(frozenset((int(x), int(y))) in edges_a for x, y in labels[edges_b])
+        assert preserves == (perm in valid)
+        if n <= 6:
+            assert all(verifier.judge(p.meta, list(perm)).values()) == preserves
+        count += preserves
+    assert count == p.meta["automorphisms"] >= 1
+
+
+def test_each_violation_rejected_by_hand(puzzle):
+    meta = puzzle.meta
+    index = {c: i for i, c in enumerate(meta["palette"])}
+    labels = [index[c] for c in puzzle.solution]
+    fills = list(puzzle.solution)
+    blank = list(fills)
+    blank[0] = meta["uncoloured"]
+    assert verifier.verify(meta, render(meta, blank)).failed == ["uncoloured_node"]
+    for colour in ("#808080", meta["off_palette"][-1], "#000000"):
+        off = list(fills)
+        off[0] = colour
+        assert verifier.verify(meta, render(meta, off)).failed == ["off_palette"], colour
+    twice = list(fills)
+    twice[0] = twice[1]
+    assert verifier.verify(meta, render(meta, twice)).failed == ["not_bijective"]
+    valid = {tuple(m) for m in isomorphisms(meta)}
+    for x, y in itertools.combinations(range(meta["nodes"]), 2):
+        swapped = list(labels)
+        swapped[x], swapped[y] = swapped[y], swapped[x]
+        if tuple(swapped) not in valid:
+            assert verifier.verify(meta, render(meta, labels_to_fills(meta, swapped))).failed == ["edge_mismatch"]
+            break
+    else:
+        raise AssertionError("no non-isomorphic swap")
+
+
+def test_blank_puzzle_and_bad_images_rejected(puzzle):
+    meta = puzzle.meta
+    blank = render(meta, None)
+    assert verifier.verify(meta, blank).failed == ["uncoloured_node"]
+    white = np.full_like(blank, 255)
+    assert not verifier.verify(meta, white).passed
+    noise = np.random.default_rng(0).integers(0, 256, size=blank.shape, dtype=np.uint8)
+    assert not verifier.verify(meta, noise).passed
+    png = encode_png(render(meta, puzzle.solution))
+    truncated = verifier.verify(meta, png[: len(png) // 2])
+    assert not truncated.passed and not truncated.usable
+    assert not verifier.verify(meta, b"not an image").usable
+    assert not verifier.verify(meta, np.zeros((400, 400, 3), dtype=np.uint8)).usable  # wrong aspect
+    assert not verifier.verify(meta, np.zeros((18, 36, 3), dtype=np.uint8)).usable  # too small
+
+
+def test_drawings_are_readable(puzzle):
+    layout = puzzle.meta["layout"]
+    r = layout["node_radius"]
+    for nodes, key in (("nodes_a", "edges_a"), ("nodes_b", "edges_b")):
+        pos = [tuple(p) for p in layout[nodes]]
+        assert gc.layout_problem(pos, edges_of(puzzle.meta, key), 3.1 * r, 1.8 * r, planar=False) is None
+    assert r * 512 / layout["width"] >= 13
+    # Every colour distinct from every other and from the uncoloured fill.
+    colours = puzzle.meta["palette"] + puzzle.meta["off_palette"] + [puzzle.meta["uncoloured"]]
+    assert len(set(colours)) == len(colours) == len(gc.POOL) + 1
+
+
+def test_hard_graphs_defeat_degree_counting():
+    for seed in range(5):
+        p = make("hard", seed)
+        degrees = {d for _, d in nx.Graph(edges_of(p.meta, "edges_a")).degree()}
+        assert len(degrees) == 1  # cubic
+        assert p.stats["refinement_classes"] <= 2
+
+
+def test_deterministic():
+    config = task.DIFFICULTIES["hard"]
+    a = task.generate(config, item_rng(123))
+    b = task.generate(config, item_rng(123))
+    assert task.draw(a.meta, a.solution) == task.draw(b.meta, b.solution)
+    assert [task.draw(a.meta, d) for d in a.distractors] == [task.draw(b.meta, d) for d in b.distractors]
+    assert a.answer_index == b.answer_index and a.violations == b.violations
+
+
+SNAPSHOTS = {
+    "easy": "93764156d5de250c249f3054ebac7bee5f338789e3ee881b31d00d93775ca8e8",
+    "medium": "a4e2611efa85c1589f411d8d00089bc142299c72863ad9dafbb7540237dbe706",
+    "hard": "08f9521e3f0c09dc82d4590544430dcb69ae7bdf0c7182888e2e757d68b737b2",
+}
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_snapshot(difficulty):
+    p = task.generate(task.DIFFICULTIES[difficulty], item_rng(0))
+    digest = hashlib.sha256(encode_png(render(p.meta, p.solution))).hexdigest()
+    assert digest == SNAPSHOTS[difficulty]
+
+
+def test_build_item_accepts():
+    built = build_item(PlanItem("graph_isomorphism", "hard", 0, 0), (512,), "test")
+    assert built.fields["task"] == "graph_isomorphism"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_context_blind_pickers_near_chance(difficulty):
+    choices, answers = [], []
+    seed = 0
+    while len(answers) < 200:
+        seed += 1
+        try:
+            p = task.generate(task.DIFFICULTIES[difficulty], item_rng(50_000 + seed))
+        except RejectedPuzzle:
+            continue
+        options = [rasterise(task.draw(p.meta, option), [256])[256] for option in p.options()]
+        choices.append(pick_all(options))
+        answers.append(p.answer_index)
+    accuracy = picker_accuracy(choices, answers)
+    assert all(value <= 0.30 for value in accuracy.values()), accuracy
