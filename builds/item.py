@@ -20,7 +20,7 @@ from PIL import Image
 
 from vrforge.builds.plan import PlanItem
 from vrforge.registry import get_task
-from vrforge.render import encode_png, rasterise
+from vrforge.render import encode_png, rasterise_images
 from vrforge.schemas.tacit import meta_errors
 from vrforge.seeding import derive_seed, item_rng
 from vrforge.types import RejectedPuzzle
@@ -66,7 +66,7 @@ def build_item(item: PlanItem, resolutions: tuple[int, ...], config_hash: str) -
         seconds["draw"] += time.perf_counter() - clock
 
         clock = time.perf_counter()
-        rasters = [rasterise(svg, resolutions) for svg in (svg_puzzle, svg_solution, *svg_distractors)]
+        rasters = [rasterise_images(svg, resolutions) for svg in (svg_puzzle, svg_solution, *svg_distractors)]
         seconds["render"] += time.perf_counter() - clock
 
         clock = time.perf_counter()

@@ -13,7 +13,7 @@ from PIL import Image
 
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.registry import TaskSpec, all_tasks, get_task, register_task
-from vrforge.render import encode_png, rasterise
+from vrforge.render import encode_png, rasterise, rasterise_images
 from vrforge.seeding import derive_seed, item_rng
 
 SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20" viewBox="0 0 40 20">'
@@ -48,14 +48,15 @@ def test_unknown_task_and_difficulty_are_named_errors():
 def test_rasterise_sizes_and_determinism():
     first = rasterise(SVG, (512, 1024))
     second = rasterise(SVG.encode(), (512, 1024))
-    assert first[512].size == (512, 256) and first[1024].size == (1024, 512)
+    assert first[512].shape == (256, 512, 3) and first[1024].shape == (512, 1024, 3)
     assert first[512].tobytes() == second[512].tobytes()
-    pixel = first[512].getpixel((128, 128))  # the circle's centre
-    assert pixel == (0x19, 0x76, 0xD2)
+    assert tuple(first[512][128, 128]) == (0x19, 0x76, 0xD2)  # the circle's centre
+    images = rasterise_images(SVG, (512,))
+    assert np.array_equal(np.asarray(images[512]), first[512])
 
 
 def test_encode_png_is_lossless_and_deterministic():
-    for image in rasterise(SVG, (512,)).values():
+    for image in rasterise_images(SVG, (512,)).values():
         data = encode_png(image)
         assert data == encode_png(image)
         assert np.array_equal(np.asarray(Image.open(io.BytesIO(data)).convert("RGB")), np.asarray(image))

@@ -11,18 +11,18 @@ import networkx as nx
 import numpy as np
 import pytest
 from PIL import Image
+
 from vrforge.builds.item import build_item
 from vrforge.builds.pickers import pick_all, picker_accuracy
 from vrforge.builds.plan import PlanItem
 from vrforge.generators.tacit import _graph_common as gc
 from vrforge.generators.tacit import graph_coloring as task
-from vrforge.schemas.tacit import meta_errors
-from vrforge.verifiers import graph_coloring as verifier
-
 from vrforge.registry import get_task
 from vrforge.render import encode_png, rasterise
+from vrforge.schemas.tacit import meta_errors
 from vrforge.seeding import item_rng
 from vrforge.types import RejectedPuzzle
+from vrforge.verifiers import graph_coloring as verifier
 
 DIFFICULTIES = ("easy", "medium", "hard")
 

@@ -11,15 +11,15 @@ import time
 import numpy as np
 import pytest
 from PIL import Image
+
 from vrforge.builds.pickers import pick_all, picker_accuracy
 from vrforge.generators.tacit import logic_grid as task
-from vrforge.schemas.tacit import meta_errors
-from vrforge.verifiers import logic_grid as verifier
-
 from vrforge.registry import get_task
 from vrforge.render import encode_png, rasterise, render_pngs
+from vrforge.schemas.tacit import meta_errors
 from vrforge.seeding import derive_seed, item_rng
 from vrforge.types import RejectedPuzzle
+from vrforge.verifiers import logic_grid as verifier
 
 RESOLUTIONS = (512, 1024, 2048)
 DIFFICULTIES = ("easy", "medium", "hard")

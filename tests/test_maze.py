@@ -88,7 +88,7 @@ def test_blank_puzzle_and_noise_are_rejected(puzzle):
     verdict = SPEC.verify(puzzle.meta, blank)
     assert not verdict.passed and verdict.usable
     assert {"missing_start", "wrong_exit", "disconnected"} <= set(verdict.failed)
-    assert not SPEC.verify(puzzle.meta, noise(*blank.size)).passed
+    assert not SPEC.verify(puzzle.meta, noise(blank.shape[1], blank.shape[0])).passed
 
 
 def test_a_faithful_redrawing_with_another_stroke_still_passes(puzzle):

@@ -25,7 +25,6 @@ from vrforge.generators.tacit._graph_common import (
     check_geometry,
     read_node_labels,
 )
-
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
 

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
 
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
+from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
 
 CHECKS = ("empty_cell", "given_changed", "row_repeat", "column_repeat", "order_violation", "forbidden_symbol")
 ASPECT_TOLERANCE = 0.06

@@ -22,9 +22,9 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
-from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
 
 from vrforge.svgdraw import fmt, segments_path
+from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
 
 # Well-separated colours (pairwise RGB distance >= 96); a task draws its palette from these
 # and uses the rest as off-palette colours.

@@ -25,12 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from vrforge.generators.tacit import _graph_common as gc
-from vrforge.verifiers import graph_coloring as verifier
 
+from vrforge.generators.tacit import _graph_common as gc
 from vrforge.registry import TaskSpec, register_task
 from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
+from vrforge.verifiers import graph_coloring as verifier
 
 VERSION = "1.0.0"
 WIDTH = 400.0

@@ -36,12 +36,12 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
-from vrforge.generators.tacit import _graph_common as gc
-from vrforge.verifiers import graph_isomorphism as verifier
 
+from vrforge.generators.tacit import _graph_common as gc
 from vrforge.registry import TaskSpec, register_task
 from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
+from vrforge.verifiers import graph_isomorphism as verifier
 
 VERSION = "1.0.0"
 PANEL = 340.0

@@ -38,11 +38,11 @@ from itertools import combinations, product
 import numpy as np
 import svgwrite
 from PIL import Image, ImageDraw
-from vrforge.verifiers import logic_grid as verifier
 
 from vrforge.registry import TaskSpec, register_task
 from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
+from vrforge.verifiers import logic_grid as verifier
 
 VERSION = "1.0.0"
 TASK = "logic_grid"
