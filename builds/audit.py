@@ -31,6 +31,7 @@ from vrforge.registry import DIFFICULTIES, UnknownTask, get_task
 from vrforge.schemas.tacit import meta_errors
 
 PICKER_LIMIT = 0.30
+PICKER_MIN_PUZZLES = 100  # below this a picker's accuracy is noise: reported, not judged
 UNIFORM_P_MIN = 0.01
 MAX_LISTED_FAILURES = 50
 
@@ -158,6 +159,8 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
 
     pickers = {task: picker_accuracy(choices[task], answers[task]) for task in sorted(choices)}
     for task, accuracy in pickers.items():
+        if len(answers[task]) < PICKER_MIN_PUZZLES:
+            continue
         for name in PICKERS:
             if accuracy[name] > PICKER_LIMIT:
                 problems.append(f"{task}: context-blind picker {name} scores {accuracy[name]:.3f} > {PICKER_LIMIT}")
@@ -170,15 +173,13 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
     difficulty = {}
     for task, by_level in manifest.get("difficulty_stats", {}).items():
         levels = [d for d in DIFFICULTIES if d in by_level]
-        growing = {}
-        for stat in sorted(by_level[levels[0]]) if levels else []:
-            values = [by_level[d][stat] for d in levels]
-            growing[stat] = {"values": values, "non_decreasing": all(a <= b for a, b in zip(values, values[1:]))}
-        difficulty[task] = growing
-        if growing and not all(g["non_decreasing"] for g in growing.values()):
-            problems.append(f"{task}: a difficulty statistic decreases from easy to hard")
-        if growing and not any(g["values"][0] < g["values"][-1] for g in growing.values()):
-            problems.append(f"{task}: no difficulty statistic grows from easy to hard")
+        values = {stat: [by_level[d][stat] for d in levels] for stat in sorted(by_level[levels[0]])} if levels else {}
+        growing = sorted(stat for stat, v in values.items() if all(a < b for a, b in zip(v, v[1:])))
+        headline = get_task(task).difficulty_stat
+        difficulty[task] = {"values": values, "growing": growing, "headline": headline}
+        if len(levels) > 1 and (headline not in growing if headline else not growing):
+            what = f"its difficulty statistic {headline!r}" if headline else "no difficulty statistic"
+            problems.append(f"{task}: {what} does not grow from easy to hard")
 
     rows_checked = sum(r["rows"] for r in results)
     report = {
@@ -233,11 +234,12 @@ def summary(report: dict[str, Any]) -> str:
              f"{report['files_checked']} files checked, {report['row_failures']} row failures"]
     for task, accuracy in report["pickers"].items():
         lines.append(f"  {task}: context-blind pickers " + ", ".join(f"{k} {v:.3f}" for k, v in accuracy.items())
-                     + f" (limit {report['picker_limit']})")
+                     + f" (limit {report['picker_limit']}, judged from {PICKER_MIN_PUZZLES} puzzles)")
     positions = report["answer_positions"]
     lines.append(f"  answer positions {positions['counts']}: chi2 {positions['chi2']}, p {positions['p_value']}")
     for task, stats in report["difficulty_stats"].items():
-        lines.append(f"  {task}: " + "; ".join(f"{k} {' < '.join(str(v) for v in g['values'])}" for k, g in stats.items()))
+        lines.append(f"  {task}: " + "; ".join(f"{k} {' / '.join(str(v) for v in values)}" for k, values in stats["values"].items())
+                     + f" (growing: {', '.join(stats['growing']) or 'none'})")
     for task, reasons in report["rejections"].items():
         lines.append(f"  {task}: {sum(reasons.values())} rejected attempts")
     lines += [f"  problem: {p}" for p in report["problems"]]

@@ -30,6 +30,9 @@ class TaskSpec:
     draw: Callable[[Mapping[str, Any], Any], str]  # (meta, answer or None) -> SVG text
     verify: Callable[[Mapping[str, Any], Any], Verdict]
     description: str = ""
+    # The headline difficulty statistic (a key of Puzzle.stats) that must grow from easy to
+    # hard in a release; None: the audit asks that some statistic grows.
+    difficulty_stat: str | None = None
 
     def config(self, difficulty: str) -> Any:
         if difficulty not in self.difficulties:

@@ -217,5 +217,6 @@ register_task(
         draw=draw,
         verify=verifier.verify,
         description="Colour every node with a palette colour so that adjacent nodes differ.",
+        difficulty_stat="nodes",
     )
 )

@@ -263,5 +263,6 @@ register_task(
         draw=draw,
         verify=verifier.verify,
         description="Colour graph B's nodes with graph A's colours so that the colouring is an isomorphism.",
+        difficulty_stat="edges",
     )
 )

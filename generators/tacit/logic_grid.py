@@ -646,5 +646,6 @@ register_task(
         verify=verifier.verify,
         description="Visual logic grid: fill every cell so each symbol appears once per row and column, "
                     "keeping the givens, obeying the ordering chevrons and the forbidden marks.",
+        difficulty_stat="clues",
     )
 )

@@ -463,5 +463,6 @@ register_task(
         draw=draw,
         verify=maze_verifier.verify,
         description="Multi-layer maze: draw the route from green to red, changing layer only at matching portals.",
+        difficulty_stat="route_length",
     )
 )
