@@ -2,7 +2,7 @@
 
 Each node is read by sampling a window at its centre and classifying the median colour to
 the palette, the uncoloured fill or an off-palette colour (shared reading code in
-generators/tacit/_graph_common.py). Any proper colouring with palette colours passes, not
+verifiers/graph_nodes.py). Any proper colouring with palette colours passes, not
 only the reference one; the palette need not be fully used.
 """
 
@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vrforge.generators.tacit._graph_common import (
+from vrforge.imageio import UnusableImage, load_rgb
+from vrforge.types import Verdict
+from vrforge.verifiers.graph_nodes import (
     OFF_PALETTE_LABEL,
     UNCOLOURED_LABEL,
     check_geometry,
     read_node_labels,
 )
-from vrforge.imageio import UnusableImage, load_rgb
-from vrforge.types import Verdict
 
 CHECKS = ("adjacent_conflict", "off_palette", "uncoloured_node")
 

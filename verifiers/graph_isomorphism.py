@@ -2,7 +2,7 @@
 
 Graph A's nodes carry distinct palette colours (the colour names the node). The answer
 colours B's nodes; the colouring is read node by node (shared reading code in
-generators/tacit/_graph_common.py) and accepted when it is an isomorphism: every B node
+verifiers/graph_nodes.py) and accepted when it is an isomorphism: every B node
 carries a palette colour, each colour exactly once, and every B edge joins the colours of
 an A edge (with equal edge counts, that makes the map a bijection on edges too). Any
 isomorphism passes, automorphisms of A included, not only the reference one.
@@ -19,14 +19,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vrforge.generators.tacit._graph_common import (
+from vrforge.imageio import UnusableImage, load_rgb
+from vrforge.types import Verdict
+from vrforge.verifiers.graph_nodes import (
     OFF_PALETTE_LABEL,
     UNCOLOURED_LABEL,
     check_geometry,
     read_node_labels,
 )
-from vrforge.imageio import UnusableImage, load_rgb
-from vrforge.types import Verdict
 
 CHECKS = ("uncoloured_node", "off_palette", "not_bijective", "edge_mismatch")
 
