@@ -158,8 +158,8 @@ def test_config_validation():
 # drawing or encoding changes these.
 SNAPSHOTS = {
     "easy": "cda5bad472b2d79b615e96f55422887437d1f53b432b847a70d751dfb22a55ba",
-    "medium": "6711740b8bdd8b0b4d3dc386bd6253c8dc22ad07ac0c05cd77451089344e0729",
-    "hard": "6395861e7bb20e3edbf2cad3644c2d3bfee2c7340c31e03c6d3584b9c1e3683c",
+    "medium": "61d98127c850b1b0375bd7f641b994c966c02b4653c2bb01f9679d1240dc5d10",
+    "hard": "f183a6001a58a9c4699a1274ce664b772f7803351ee1d3bb05e197dca4dcccf3",
 }
 
 

@@ -125,6 +125,57 @@ def _python_random_from(rng: np.random.Generator):
         random.setstate(state)
 
 
+_ID_HASHED = (
+    ("spherogram.graphs", ("BaseEdge", "DirectedEdge", "DirectedMultiEdge", "Edge", "FatEdge", "MultiEdge",
+                           "Graph", "Digraph", "FatGraph", "ReducedGraph", "StrongConnector")),
+    ("spherogram.links.links_base", ("Crossing", "Strand", "Link", "KLPCrossing")),
+    ("spherogram.links.links", ("Crossing", "Strand", "Link")),
+    ("spherogram.links.orthogonal", ("OrthogonalRep", "Strand")),
+)
+
+
+@contextlib.contextmanager
+def _deterministic_spherogram(rng: np.random.Generator):
+    """Make spherogram's choices depend on ``rng`` alone.
+
+    spherogram draws from the global ``random`` module and keeps its graph objects in sets
+    hashed by memory address (``id``), so set order, and with it the orthogonal layout,
+    would change from process to process. Inside this context ``random`` is seeded from
+    ``rng`` (its state is restored afterwards) and those classes hash by a serial number
+    given in order of first use, which the (now deterministic) code fixes. Objects made
+    inside must not be used outside: compute plain data (PD codes, coordinates) inside.
+    """
+    import importlib
+
+    serials: dict[int, int] = {}
+    alive: list[Any] = []
+
+    def serial_hash(self: Any) -> int:
+        key = id(self)
+        if key not in serials:
+            serials[key] = len(serials)
+            alive.append(self)  # keeps ids from being reused while the context lasts
+        return serials[key]
+
+    saved = []
+    for module_name, names in _ID_HASHED:
+        module = importlib.import_module(module_name)
+        for name in names:
+            cls = getattr(module, name, None)
+            if cls is not None and not any(cls is c for c, _ in saved):
+                saved.append((cls, cls.__dict__.get("__hash__")))
+                cls.__hash__ = serial_hash
+    try:
+        with _python_random_from(rng):
+            yield
+    finally:
+        for cls, original in reversed(saved):
+            if original is None:
+                del cls.__hash__
+            else:
+                cls.__hash__ = original
+
+
 def _strip_kinks(link: Any) -> None:
     """Remove every R1 kink, in place, in list order (so the result is deterministic)."""
     from spherogram.links import simplify
@@ -138,8 +189,8 @@ def _strip_kinks(link: Any) -> None:
                 break
 
 
-def _walk(seed: Any, crossings: int, rng: np.random.Generator) -> Any | None:
-    """A kink-free, non-alternating diagram with exactly ``crossings`` crossings, or None.
+def _walk(seed: Any, crossings: int, rng: np.random.Generator) -> list[tuple[int, ...]] | None:
+    """PD code of a kink-free, non-alternating diagram with exactly ``crossings`` crossings, or None.
 
     Crossing-increasing moves (reverse R1/R2/R3) are applied one at a time; whenever the
     diagram reaches the target size its removable kinks are stripped (in place: the walk
@@ -151,24 +202,23 @@ def _walk(seed: Any, crossings: int, rng: np.random.Generator) -> Any | None:
     link = spherogram.Link(seed)
     if rng.integers(2):
         link = link.mirror()
-    with _python_random_from(rng):
-        for move in range(MAX_WALK_MOVES):
-            kind = int(rng.choice([1, 2, 3], p=[0.3, 0.35, 0.35]))
-            simplify.random_reverse_move(link, kind, 2 * move + 1)
-            if len(link.crossings) < crossings:
-                continue
-            _strip_kinks(link)
-            size = len(link.crossings)
-            if size > crossings + 2 or size == 0:
-                return None
-            if size == crossings:
-                link._rebuild()
-                result = spherogram.Link(link.PD_code())
-                return None if result.is_alternating() else result
+    for move in range(MAX_WALK_MOVES):
+        kind = int(rng.choice([1, 2, 3], p=[0.3, 0.35, 0.35]))
+        simplify.random_reverse_move(link, kind, 2 * move + 1)
+        if len(link.crossings) < crossings:
+            continue
+        _strip_kinks(link)
+        size = len(link.crossings)
+        if size > crossings + 2 or size == 0:
+            return None
+        if size == crossings:
+            link._rebuild()
+            pd = [tuple(int(v) for v in x) for x in link.PD_code()]
+            return None if _alternating(pd) else pd
     return None
 
 
-def _diagram(seed: Any, crossings: int, rng: np.random.Generator) -> Any:
+def _diagram(seed: Any, crossings: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
     for _ in range(WALK_TRIES):
         link = _walk(seed, crossings, rng)
         if link is not None:
@@ -179,15 +229,19 @@ def _diagram(seed: Any, crossings: int, rng: np.random.Generator) -> Any:
 # ---------------------------------------------------------------- smooth layout
 
 
-def _layout(link: Any) -> tuple[list[tuple[float, float]], list[tuple[int, int, int]]]:
+def _layout(pd: list[tuple[int, ...]]) -> tuple[list[tuple[float, float]], list[tuple[int, int, int]]]:
     """Orthogonal layout as one closed polyline plus crossings.
 
     Returns the corner points in order around the knot and, per crossing, the index of its
     over-segment, its under-segment (segment i runs from corner i to corner i+1) and its
     label (the crossing's index in the PD code the link was built from).
     """
+    import spherogram
     from spherogram.links.orthogonal import OrthogonalLinkDiagram
 
+    link = spherogram.Link([list(x) for x in pd])
+    if [c.label for c in link.crossings] != list(range(len(pd))):
+        raise RejectedPuzzle("crossing labels do not follow the PD code")
     vertices, arrows, crossings = OrthogonalLinkDiagram(link).plink_data()
     following = dict(arrows)
     start = arrows[0][0]
@@ -297,13 +351,13 @@ def _clear(poly: np.ndarray, crossing_points: np.ndarray, unit: float) -> bool:
     return not np.any((along > 1.5 * unit) & (dist < CLEARANCE * unit))
 
 
-def _smooth_diagram(link: Any) -> dict[str, Any]:
+def _smooth_diagram(layout: tuple[list[tuple[float, float]], list[tuple[int, int, int]]]) -> dict[str, Any]:
     """Grid layout -> smooth closed curve, with crossings checked; coordinates in grid units.
 
     ``crossings[label]`` is the crossing point of PD entry ``label`` and ``over_horizontal[label]``
     whether its over-strand runs horizontally.
     """
-    points, found = _layout(link)
+    points, found = list(layout[0]), list(layout[1])
     if sorted(label for _, _, label in found) != list(range(len(found))):
         raise RejectedPuzzle("layout crossings do not match the PD code")
     found.sort(key=lambda item: item[2])
@@ -447,18 +501,17 @@ def _shadow(crossings: int, rng: np.random.Generator) -> tuple[list[tuple[int, .
     Walks whose drawing is too elongated, too dense or cannot be smoothed cleanly are
     redrawn here (up to ``SHADOW_TRIES``); the count of redraws is returned for the stats.
     """
-    import spherogram
-
     for attempt in range(SHADOW_TRIES):
-        walked = _diagram(UNKNOT_SEED, crossings, rng)
-        pd = [tuple(int(v) for v in x) for x in walked.PD_code()]
-        link = spherogram.Link([list(x) for x in pd])
-        if [c.label for c in link.crossings] != list(range(len(pd))):
+        try:
+            with _deterministic_spherogram(rng):
+                pd = _diagram(UNKNOT_SEED, crossings, rng)
+                layout = _layout(pd)
+        except RejectedPuzzle:
             continue
         if _hfk_rank(pd) != 1:
             raise RejectedPuzzle("knot Floer homology disagrees with the construction")
         try:
-            smooth = _smooth_diagram(link)
+            smooth = _smooth_diagram(layout)
         except RejectedPuzzle:
             continue
         extent = smooth["poly"].max(axis=0) - smooth["poly"].min(axis=0)
@@ -530,10 +583,12 @@ def draw(meta: dict, marks: list[int] | None) -> str:
                              stroke_linejoin="round"))
     halos = [tuple(seg) for d in meta["diagrams"] for seg in d["halos"]]
     overs = [tuple(seg) for d in meta["diagrams"] for seg in d["overs"]]
-    drawing.add(drawing.path(d=segments_path(halos), stroke=palette["background"],
-                             stroke_width=fmt(layout["stroke_width"] + 2 * layout["gap_width"]), fill="none"))
-    drawing.add(drawing.path(d=segments_path(overs), stroke=palette["ink"], stroke_width=fmt(layout["stroke_width"]),
-                             fill="none"))
+    if halos:  # white halos cut the under-strands, then the over-strands are drawn on top
+        drawing.add(drawing.path(d=segments_path(halos), stroke=palette["background"],
+                                 stroke_width=fmt(layout["stroke_width"] + 2 * layout["gap_width"]), fill="none"))
+    if overs:
+        drawing.add(drawing.path(d=segments_path(overs), stroke=palette["ink"],
+                                 stroke_width=fmt(layout["stroke_width"]), fill="none"))
     inset = layout["frame_inset"]
     for index in marks or []:
         x, y, size = layout["cells"][index]
