@@ -157,9 +157,9 @@ def test_config_validation():
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
 # drawing or encoding changes these.
 SNAPSHOTS = {
-    "easy": "cda5bad472b2d79b615e96f55422887437d1f53b432b847a70d751dfb22a55ba",
-    "medium": "61d98127c850b1b0375bd7f641b994c966c02b4653c2bb01f9679d1240dc5d10",
-    "hard": "f183a6001a58a9c4699a1274ce664b772f7803351ee1d3bb05e197dca4dcccf3",
+    "easy": "cf89dd675d74aa0c5d2e028f0003a54da70192030f4c412dd8e2ae79bb9c6a6f",
+    "medium": "4eb1650016ac25798374114dd7799682f906e60835fd4c449ff6b2d4b629ef0d",
+    "hard": "6f5d6b85fe5e156f6a3869e6b89bf42130a9dd6d4406cb3253128b59f03a147b",
 }
 
 

@@ -529,8 +529,8 @@ def generate(config: UnknotConfig, rng: np.random.Generator) -> Puzzle:
     variants.insert(unknot_slot, ([], 1))
 
     width, height, cells = _grid(config)
-    stroke = float(np.clip(0.22 * unit_px, 3.2, 5.5))
-    gap = float(np.clip(0.3 * unit_px, 3.0, 7.0))
+    stroke = float(np.clip(0.2 * unit_px, 3.2, 5.0))
+    gap = float(np.clip(0.2 * unit_px, 2.8, 5.0))
     diagrams, ink = [], []
     for cell, (flips, rank) in zip(cells, variants):
         transform = int(rng.integers(len(TRANSFORMS)))
