@@ -4,41 +4,45 @@ The puzzle is a grid of knot diagrams (5 easy, 6 medium, 8 hard), drawn as smoot
 with gaps in the under-strand at every crossing. Exactly one diagram is the unknot; the
 answer is the same picture with a coloured frame around that diagram's cell.
 
-Ground truth is certified, not assumed. Every diagram comes from a random walk of
-crossing-increasing Reidemeister moves (spherogram's reverse R1/R2/R3 moves) started from
-a seed diagram, the 1-crossing unknot for the unknot slot, a table knot (3_1 ... 7_7,
-either chirality) for the others; kinks that an R1 move removes are stripped and the walk
-stops when the diagram has exactly the puzzle's crossing number and is non-alternating
-(a reduced alternating diagram with crossings is always knotted: keeping every diagram
-non-alternating removes that give-away). Moves keep the knot type, and knot Floer
-homology certifies it independently: total rank 1 exactly for the unknot (Ozsvath-Szabo),
-so the generator proves that exactly one slot is the unknot. Every diagram in a puzzle has
-the same crossing number, and all are scaled to fill equal cells, so neither crossing count
-nor drawing size says which one is the unknot.
+Diagrams. One unknot diagram is made per puzzle by a random walk of crossing-increasing
+Reidemeister moves (spherogram's reverse R1/R2/R3 moves) from the 1-crossing kink:
+removable R1 kinks are stripped and the walk stops at exactly the puzzle's crossing
+number with a non-alternating diagram. Every other slot shows the same shadow (the same
+curve, turned or reflected by one of the eight symmetries of the square) with a uniformly
+random crossing assignment, kept only if it is non-alternating and knotted. So all
+diagrams have the same crossing number, the same size and the same shape statistics:
+only the over/under information tells the unknot apart. Assignments are uniformly random,
+not a few switches away from the unknot's, so the unknot's assignment is not the centre
+of the set; alternating diagrams are excluded everywhere (a reduced alternating diagram
+is always knotted, which would give knotted slots away). Why one shadow rather than
+independent table knots: one layout per puzzle (the layout is the slowest step) and
+perfectly matched crossing numbers and drawing sizes.
 
-Time bound: HFK runs in the main thread of the build's worker processes; a C extension
-cannot be interrupted by ``signal.alarm``, so the bound is enforced by keeping diagrams
-small (at most 11 crossings, where HFK takes milliseconds) and by timing each call: an
-instance whose invariant took longer than ``HFK_TIME_BOUND_S`` is rejected (the build
-counts the rejection and redraws). Random walks that do not reach the target size are
-likewise rejected and counted.
+Certification. Knot Floer homology (total rank 1 exactly for the unknot) is computed for
+every slot from its PD code: the unknot slot must have rank 1 and every other slot rank
+> 1, so exactly one answer is correct by proof, not by construction alone (an unknot walk
+whose HFK disagrees is rejected and counted). Time bound: HFK is a C extension, which
+``signal.alarm`` cannot interrupt, so the bound is kept by small diagrams (at most 11
+crossings; HFK takes about a millisecond) and each call is timed: an instance over
+``HFK_TIME_BOUND_S`` is rejected (the build counts it and redraws).
 
-Options and checks: the solution frames the unknot; each distractor frames a different
-knotted diagram and fails exactly ``marked_knotted``. All five options are the same
-picture with one frame in a different cell, and the unknot's cell is uniformly random, so
-the context-blind pickers (medoid, closest to the mean, odd one out) choose by cell
-position alone and score chance (0.20). The checks ``no_mark`` (bare puzzle),
-``several_marks`` and ``diagrams_missing`` (a frame on an erased picture) reject other
-wrong answers in the generative track.
+Options and checks. The solution frames the unknot; each distractor frames a different
+knotted diagram and fails exactly ``marked_knotted``. The five options are the same
+picture with one frame in different cells, and the unknot's cell is uniformly random, so
+the context-blind pickers choose by cell position alone and score chance (0.20). The
+checks ``no_mark`` (bare puzzle), ``several_marks`` and ``diagrams_missing`` (a frame on an
+erased picture) reject other wrong answers in the generative track.
 
-Drawing: the knot is laid out on a grid with spherogram's orthogonal layout; each corner
-becomes a quadratic Bezier that uses as much of its two legs as is free (not within reach
-of a crossing), which turns the rectilinear layout into round, flowing curves. Crossings
-stay on straight pieces, so they keep their place; the smoothed curve is then checked:
-it must cross itself exactly at the layout's crossings and nowhere else, and keep a
-clearance between strands; otherwise the rounding is reduced. spherogram uses Python's
-global ``random`` module: it is seeded from the puzzle's numpy Generator for each walk
-and its previous state restored, so generation depends only on the given rng.
+Drawing. spherogram's orthogonal layout puts the knot on a grid; each corner becomes a
+quadratic Bezier using as much of its two legs as is free (not within reach of a
+crossing), which turns the rectilinear layout into round curves. Crossings stay on short
+straight pieces; the smoothed curve is checked to cross itself exactly at the layout's
+crossings and nowhere else, with clearance between strands, else the rounding is reduced.
+
+Determinism. spherogram draws from the global ``random`` module and keeps graph objects
+in sets hashed by memory address; ``_deterministic_spherogram`` seeds ``random`` from the
+puzzle's numpy Generator (restoring its state) and hashes those classes by serial number
+while the walk and the layout run, so the same seed gives the same SVG in any process.
 """
 
 from __future__ import annotations
@@ -77,14 +81,6 @@ SHADOW_TRIES = 20  # grid units between strands, away from crossings
 
 PALETTE = {"background": "#ffffff", "ink": "#1f2430", "frame": "#e8590c"}
 
-# Seed knots by crossing number; each knotted slot starts from one of these (or its mirror).
-SEED_KNOTS = {
-    3: ("3_1",),
-    4: ("4_1",),
-    5: ("5_1", "5_2"),
-    6: ("6_1", "6_2", "6_3"),
-    7: ("7_1", "7_2", "7_3", "7_4", "7_5", "7_6", "7_7"),
-}
 UNKNOT_SEED = [(1, 1, 2, 2)]  # the 1-crossing kink diagram
 
 
