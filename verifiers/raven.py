@@ -233,6 +233,7 @@ def draw_svg(meta: Mapping[str, Any], answer: Mapping[str, Any] | None,
     layout, palette = meta["layout"], meta["palette"]
     width, height, size = layout["width"], layout["height"], layout["panel"]
     drawing = new_drawing(width, height, palette["background"])
+    drawing._parameter.debug = False  # attribute validation is most of svgwrite's time; ours are plain numbers
     if view is not None:
         x, y, w, h, pw, ph = view
         drawing["viewBox"] = f"{x:.6f} {y:.6f} {w:.6f} {h:.6f}"
@@ -288,15 +289,19 @@ def _grey(rgb: np.ndarray) -> np.ndarray:
     return rgb[..., 0] * 0.299 + rgb[..., 1] * 0.587 + rgb[..., 2] * 0.114
 
 
-def _bilinear(grey: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Grey values at normalised (x, y) points, interpolated between pixel centres."""
-    height, width = grey.shape
+def _bilinear(image: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Grey values at normalised (x, y) points, interpolated between pixel centres (only those pixels are read)."""
+    height, width = image.shape[:2]
     x = np.clip(points[:, 0] * width - 0.5, 0, width - 1.000001)
     y = np.clip(points[:, 1] * height - 0.5, 0, height - 1.000001)
     x0, y0 = np.floor(x).astype(np.int64), np.floor(y).astype(np.int64)
     fx, fy = x - x0, y - y0
-    top = grey[y0, x0] * (1 - fx) + grey[y0, x0 + 1] * fx
-    bottom = grey[y0 + 1, x0] * (1 - fx) + grey[y0 + 1, x0 + 1] * fx
+
+    def grey(yy: np.ndarray, xx: np.ndarray) -> np.ndarray:
+        return _grey(image[yy, xx].astype(np.float64))
+
+    top = grey(y0, x0) * (1 - fx) + grey(y0, x0 + 1) * fx
+    bottom = grey(y0 + 1, x0) * (1 - fx) + grey(y0 + 1, x0 + 1) * fx
     return top * (1 - fy) + bottom * fy
 
 
@@ -318,7 +323,7 @@ def read_answer(meta: Mapping[str, Any], image: np.ndarray) -> tuple[list[tuple[
     centres = np.asarray([[ox + sx, oy + sy] for sx, sy in layout["slots"]], dtype=np.float64)
     points = (centres[:, None, :] + probes[None, :, :] * half).reshape(-1, 2)
     normalised = points / np.asarray([layout["width"], layout["height"]], dtype=np.float64)
-    greys = _bilinear(_grey(image.astype(np.float64)), normalised).reshape(len(centres), len(probes))
+    greys = _bilinear(image, normalised).reshape(len(centres), len(probes))
     background = float(_grey(np.asarray(hex_to_rgb(palette["background"]), dtype=np.float64)))
     fills = np.asarray([_grey(np.asarray(hex_to_rgb(c), dtype=np.float64)) for c in palette["fills"]])
     threshold = (background + fills.max()) / 2

@@ -45,7 +45,7 @@ NON_CONSTANT = ("progression", "arithmetic", "distribute_three")
 ROTATING_TYPES = (0, 2)  # triangle, pentagon: four distinct quarter turns
 ROW_TRIES = 60
 PICKER_POOL = 12
-THUMB = 38  # the answer panel's side in the pickers' 128 px thumbnail
+THUMB = 24  # coarse raster of the answer panel (the pickers' 128 px thumbnail shows it at ~38 px)
 
 
 @dataclass(frozen=True)
@@ -271,7 +271,7 @@ def _raster(meta: dict, panel: dict) -> np.ndarray:
     axis = (np.arange(THUMB) + 0.5) / THUMB * layout["panel"]
     xs, ys = np.meshgrid(axis, axis)
     points = np.stack([xs.ravel(), ys.ravel()], axis=1)
-    image = np.full(len(points), 255.0)
+    image = np.full(len(points), 255.0, dtype=np.float32)
     grey = float(rv._grey(np.asarray(rv.hex_to_rgb(rv.FILLS[panel["colour"]]), dtype=np.float64)))
     radius = rv.SIZES[panel["size"]] * layout["slot_half"]
     for s in panel["positions"]:
