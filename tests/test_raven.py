@@ -141,6 +141,19 @@ def test_any_faithful_rendering_passes(difficulty):
     assert rv.verify(p.meta, _pil_render(p.meta, wrong)).failed == [p.violations[0]]
 
 
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_objects_drawn_off_centre_still_read(difficulty):
+    """A faithful but imprecise drawing: every object 12% of a half slot away from its slot centre."""
+    import copy
+
+    p = puzzle(difficulty, 1)
+    moved = copy.deepcopy(p.meta)
+    half = moved["layout"]["slot_half"]
+    moved["layout"]["slots"] = [[x + 0.12 * half, y - 0.08 * half] for x, y in moved["layout"]["slots"]]
+    assert rv.verify(p.meta, render(moved, p.solution)).passed
+    assert rv.verify(p.meta, render(moved, p.distractors[1])).failed == [p.violations[1]]
+
+
 def test_equivalent_rotation_of_a_symmetric_shape_passes():
     p = puzzle("medium", 0)
     answer = dict(p.solution)

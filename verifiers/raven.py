@@ -7,12 +7,12 @@ positions (their number is the count). Each attribute follows one row-wise rule 
 {constant, progression, arithmetic, distribute-three}; the rules are in meta, so the
 expected answer is computed here from the first eight panels (``predict``).
 
-Reading: at each slot a square grid of probe points is sampled; every probe is inside
-(darker than the background) or outside. Each candidate (type, size, rotation), and
-"empty", predicts inside/outside at every probe from its exact geometry; the best
-candidate is the one with the least disagreement, where probes close to its outline
-count less (anti-aliasing, resampling). The fill grey is the median of probes well inside.
-Any faithful rendering of the right answer passes, whatever the rasteriser.
+Reading: at each slot a square grid of probe points is sampled (bilinear). Each candidate
+(type, size, rotation), and "empty", predicts each probe's ink coverage with a soft outline
+(anti-aliasing, resampling); the best candidate is the one closest to the observed coverage. Each slot's probe window is first
+re-centred on its ink (regular shapes are centred on their centroid), so an object drawn
+somewhat off its slot centre still reads right. The fill grey is the median of probes well
+inside. Any faithful rendering of the right answer passes, whatever the rasteriser.
 
 SSIM (grayscale, 7x7 window) of the answer panel against a reference rendering is always
 reported in ``details``; ``verify(meta, image, strict=True)`` adds the paper's strict check
@@ -51,6 +51,8 @@ ASPECT_TOLERANCE = 0.06
 MIN_SLOT_PX = 6.0
 PROBES = 33  # probe grid per slot (PROBES x PROBES over the slot square)
 EDGE_PX = 1.5  # width of the soft edge a candidate's outline is expected to have, in pixels
+RECENTRE_STEPS = 2
+MAX_SHIFT = 0.3  # at most this share of the half slot off the slot centre
 MISFIT = 0.05  # a slot whose best candidate differs more (mean squared coverage) is unreadable
 
 Panel = dict[str, Any]  # {"positions": [slots], "type", "size", "colour", "rotation"}
@@ -321,20 +323,37 @@ def read_answer(meta: Mapping[str, Any], image: np.ndarray) -> tuple[list[tuple[
     candidates, distances = _templates()
     ox, oy = layout["origins"][layout["answer_panel"]]
     centres = np.asarray([[ox + sx, oy + sy] for sx, sy in layout["slots"]], dtype=np.float64)
-    points = (centres[:, None, :] + probes[None, :, :] * half).reshape(-1, 2)
-    normalised = points / np.asarray([layout["width"], layout["height"]], dtype=np.float64)
-    greys = _bilinear(image, normalised).reshape(len(centres), len(probes))
     background = float(_grey(np.asarray(hex_to_rgb(palette["background"]), dtype=np.float64)))
     fills = np.asarray([_grey(np.asarray(hex_to_rgb(c), dtype=np.float64)) for c in palette["fills"]])
     threshold = (background + fills.max()) / 2
+    size = np.asarray([layout["width"], layout["height"]], dtype=np.float64)
+
+    nominal = centres.copy()
+
+    def sample(at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Greys at the probes around ``at`` and which probes lie in their own slot (frames and
+        neighbouring objects outside it are not this slot's ink)."""
+        points = at[:, None, :] + probes[None, :, :] * half
+        inside = (np.abs(points - nominal[:, None, :]) < half).all(axis=2)
+        return _bilinear(image, points.reshape(-1, 2) / size).reshape(len(at), len(probes)), inside.astype(np.float64)
+
+    # Re-centre each slot on its ink (a regular shape's centroid is its centre), so an object drawn a
+    # little off its slot centre still reads right; the shift is bounded to stay inside the slot.
+    greys, valid = sample(centres)
+    for _ in range(RECENTRE_STEPS):
+        ink = np.clip((background - greys) / (background - fills.max()), 0.0, 1.0) * valid
+        mass = ink.sum(axis=1, keepdims=True)
+        shift = np.where(mass > 3, (ink @ probes) / np.maximum(mass, 1e-9), 0.0)
+        centres = nominal + np.clip(centres + shift * half - nominal, -MAX_SHIFT * half, MAX_SHIFT * half)
+        greys, valid = sample(centres)
     expected = np.clip(0.5 - distances * slot_px / EDGE_PX, 0.0, 1.0)  # (C, P) predicted coverage
     core_mask = distances * slot_px < -EDGE_PX
     objects, misfits = [], []
-    for slot, row in enumerate(greys):
-        inked = row < threshold
+    for slot, (row, mask) in enumerate(zip(greys, valid)):
+        inked = (row < threshold) & (mask > 0)
         fill = float(np.median(row[inked])) if inked.sum() >= 3 else float(fills.max())
         coverage = np.clip((background - row) / max(background - fill, 1.0), 0.0, 1.0)
-        cost = ((expected - coverage[None, :]) ** 2).mean(axis=1)
+        cost = ((expected - coverage[None, :]) ** 2) @ mask / max(mask.sum(), 1.0)
         best = int(np.argmin(cost))
         misfit = float(cost[best])
         misfits.append(misfit)
@@ -345,7 +364,9 @@ def read_answer(meta: Mapping[str, Any], image: np.ndarray) -> tuple[list[tuple[
             objects.append((slot, None, -1, -1, -1))
             continue
         t, s, r = candidate
-        core = core_mask[best] if core_mask[best].any() else distances[best] < 0
+        core = (core_mask[best] if core_mask[best].any() else distances[best] < 0) & (mask > 0)
+        if not core.any():
+            core = mask > 0
         colour = int(np.argmin(np.abs(fills - float(np.median(row[core])))))
         objects.append((slot, t, s, r, colour))
     return objects, misfits

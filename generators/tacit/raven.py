@@ -17,10 +17,10 @@ rows determine the rule and the rule determines the answer.
 Distractors each change ONE attribute of the answer (grey, size, type, rotation, one object
 added or removed, one object moved), so each fails exactly one check. To keep the solution
 from being the centre of the option set, candidates are drawn for every attribute and
-value, and the set of four that the context-blind pickers (medoid, closest to the mean,
-odd one out, evaluated on a coarse raster of the answer panel) find least is chosen: with
-several edits of the same attribute (say three other greys), the answer is just one of the
-values and often an extreme one.
+value, and a set of four is chosen by how context-blind pickers (medoid, closest to the mean,
+odd one out), evaluated on a coarse raster of the answer panel, would see it: the answer's
+rank by total distance to the other options is drawn at random (so it is neither always
+avoided as the medoid nor never the odd one out), then the most varied set of kinds wins.
 """
 
 from __future__ import annotations
@@ -45,7 +45,9 @@ NON_CONSTANT = ("progression", "arithmetic", "distribute_three")
 ROTATING_TYPES = (0, 2)  # triangle, pentagon: four distinct quarter turns
 ROW_TRIES = 60
 PICKER_POOL = 12
-THUMB = 24  # coarse raster of the answer panel (the pickers' 128 px thumbnail shows it at ~38 px)
+RANK_WEIGHTS = (0.14, 0.24, 0.24, 0.24, 0.14)  # chance of each rank of the answer among the options
+SUBSETS = 200  # distractor sets scored (a random sample of the 4-subsets of the pool)
+THUMB = 38  # the answer panel's side in the pickers' 128 px thumbnail
 
 
 @dataclass(frozen=True)
@@ -266,19 +268,24 @@ def _candidates(meta: dict, answer: dict, rng: np.random.Generator) -> list[tupl
 
 
 def _raster(meta: dict, panel: dict) -> np.ndarray:
-    """The answer panel as the pickers roughly see it: greys on a THUMB x THUMB grid."""
+    """The answer panel as the pickers roughly see it: greys box-averaged onto a THUMB x THUMB grid."""
     layout = meta["layout"]
-    axis = (np.arange(THUMB) + 0.5) / THUMB * layout["panel"]
-    xs, ys = np.meshgrid(axis, axis)
-    points = np.stack([xs.ravel(), ys.ravel()], axis=1)
-    image = np.full(len(points), 255.0, dtype=np.float32)
+    fine = 2 * THUMB
+    step = layout["panel"] / fine
+    axis = (np.arange(fine) + 0.5) * step
+    image = np.full((fine, fine), 255.0, dtype=np.float32)
     grey = float(rv._grey(np.asarray(rv.hex_to_rgb(rv.FILLS[panel["colour"]]), dtype=np.float64)))
     radius = rv.SIZES[panel["size"]] * layout["slot_half"]
     for s in panel["positions"]:
-        centre = np.asarray(layout["slots"][s])
-        inside = rv.signed_distance(rv.TYPES[panel["type"]], radius, panel["rotation"], points - centre) < 0
-        image[inside] = grey
-    return image
+        cx, cy = layout["slots"][s]
+        c0, c1 = max(0, int((cx - radius) / step)), min(fine, int((cx + radius) / step) + 1)
+        r0, r1 = max(0, int((cy - radius) / step)), min(fine, int((cy + radius) / step) + 1)
+        xs, ys = np.meshgrid(axis[c0:c1] - cx, axis[r0:r1] - cy)
+        points = np.stack([xs.ravel(), ys.ravel()], axis=1)
+        inside = rv.signed_distance(rv.TYPES[panel["type"]], radius, panel["rotation"], points) < 0
+        window = image[r0:r1, c0:c1]
+        window[inside.reshape(window.shape)] = grey
+    return image.reshape(THUMB, 2, THUMB, 2).mean(axis=(1, 3)).ravel()
 
 
 def _distractors(meta: dict, answer: dict, rng: np.random.Generator) -> list[tuple[str, dict]]:
@@ -299,18 +306,23 @@ def _distractors(meta: dict, answer: dict, rng: np.random.Generator) -> list[tup
     if len(chosen) < 4:
         raise RejectedPuzzle(f"only {len(chosen)} distractor candidates")
     x = np.stack([_raster(meta, answer)] + [_raster(meta, panel) for _, panel in chosen])
+    x = x[:, np.ptp(x, axis=0) > 0]  # pixels equal in every option add nothing to any distance
     subsets = np.asarray(list(combinations(range(1, len(chosen) + 1), 4)))
+    if len(subsets) > SUBSETS:
+        subsets = subsets[np.sort(rng.choice(len(subsets), size=SUBSETS, replace=False))]
     groups = np.concatenate([np.zeros((len(subsets), 1), dtype=int), subsets], axis=1)  # answer first
     vectors = x[groups]  # (S, 5, D)
     pair = np.abs(x[:, None, :] - x[None, :, :]).sum(axis=2)
     totals = pair[groups[:, :, None], groups[:, None, :]].sum(axis=2)  # (S, 5)
     near = np.abs(vectors - vectors.mean(axis=1, keepdims=True)).sum(axis=2)
     others = slice(1, None)
-    hits = ((totals[:, 0] <= totals[:, others].min(axis=1)).astype(int)
-            + (totals[:, 0] >= totals[:, others].max(axis=1)).astype(int)
-            + (near[:, 0] <= near[:, others].min(axis=1)).astype(int))
+    # The answer's rank by total distance (0: the medoid, 4: the odd one out) is drawn at random, so that
+    # no picker finds it often and none can be ruled out either ("never the odd one out" is a hint too).
+    rank = (totals[:, others] < totals[:, :1]).sum(axis=1)
+    mean_rank = (near[:, others] < near[:, :1]).sum(axis=1)
+    target = int(rng.choice(5, p=RANK_WEIGHTS))
     kinds = np.asarray([len({chosen[i - 1][0] for i in subset}) for subset in subsets])
-    score = hits * 10 - kinds
+    score = 100 * np.abs(rank - target) + 10 * (mean_rank == 0) * (target != 0) - kinds
     best = np.flatnonzero(score == score.min())
     subset = subsets[int(best[int(rng.integers(len(best)))])]
     return [chosen[i - 1] for i in rng.permutation(subset).tolist()]
