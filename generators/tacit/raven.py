@@ -1,0 +1,348 @@
+"""Raven's progressive matrices (domain: pattern), RAVEN / I-RAVEN style.
+
+A 3x3 matrix of panels; the last one is missing. Every panel holds objects in the slots of
+one layout (easy: a single centred object, medium: a 2x2 grid, hard: a 3x3 grid). All
+objects of a panel share shape type, size, grey and rotation; which slots are filled is the
+panel's position set (its size is the count). Each attribute follows one row-wise rule:
+constant, progression (+-1, +-2; cyclic shifts for positions and rotation), arithmetic
+(size and grey: third = first +- second; positions: union / difference) or
+distribute-three (three values, cycled through the rows). Rotation is only varied when the
+whole matrix uses one shape that looks different after each quarter turn (triangle or
+pentagon). Difficulty grows with the layout and the number of non-constant attributes.
+
+Uniqueness: for every attribute, every rule of the rule space (all kinds and parameters) is
+tried on the first two rows; an instance is kept only when exactly one rule fits, so the
+rows determine the rule and the rule determines the answer.
+
+Distractors each change ONE attribute of the answer (grey, size, type, rotation, one object
+added or removed, one object moved), so each fails exactly one check. To keep the solution
+from being the centre of the option set, candidates are drawn for every attribute and
+value, and a set of four is chosen by how context-blind pickers (medoid, closest to the mean,
+odd one out), evaluated on a coarse raster of the answer panel, would see it: the answer's
+rank by total distance to the other options is drawn at random (so it is neither always
+avoided as the medoid nor never the odd one out), then the most varied set of kinds wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+from vrforge.verifiers import raven as rv
+
+from vrforge.registry import TaskSpec, register_task
+from vrforge.types import Puzzle, RejectedPuzzle
+
+VERSION = "1.0.0"
+WIDTH = 400
+MARGIN = 10
+GAP = 10
+PANEL = 120
+PAD = 6
+PALETTE_BASE = {"background": "#ffffff", "frame": "#555555", "missing": "#aaaaaa"}
+NON_CONSTANT = ("progression", "arithmetic", "distribute_three")
+ROTATING_TYPES = (0, 2)  # triangle, pentagon: four distinct quarter turns
+ROW_TRIES = 60
+PICKER_POOL = 12
+RANK_WEIGHTS = (0.14, 0.24, 0.24, 0.24, 0.14)  # chance of each rank of the answer among the options
+SUBSETS = 200  # distractor sets scored (a random sample of the 4-subsets of the pool)
+THUMB = 38  # the answer panel's side in the pickers' 128 px thumbnail
+
+
+@dataclass(frozen=True)
+class RavenConfig:
+    grid: int  # 1: one centred object, 2: a 2x2 grid, 3: a 3x3 grid
+    min_rules: int  # number of non-constant attributes
+    max_rules: int
+
+    def validate(self) -> None:
+        if self.grid not in (1, 2, 3):
+            raise ValueError(f"grid must be 1, 2 or 3, got {self.grid}")
+        attributes = 4 if self.grid == 1 else 5
+        if not 1 <= self.min_rules <= self.max_rules <= attributes - 1:
+            raise ValueError(f"need 1 <= min_rules <= max_rules <= {attributes - 1}, got {self.min_rules}..{self.max_rules}")
+
+
+DIFFICULTIES = {
+    "easy": RavenConfig(grid=1, min_rules=1, max_rules=2),
+    "medium": RavenConfig(grid=2, min_rules=2, max_rules=3),
+    "hard": RavenConfig(grid=3, min_rules=3, max_rules=4),
+}
+
+
+# ---------------------------------------------------------------- rows
+
+
+def _random_set(rng: np.random.Generator, slots: int, low: int, high: int) -> frozenset[int]:
+    k = int(rng.integers(low, high + 1))
+    return frozenset(int(s) for s in rng.choice(slots, size=k, replace=False))
+
+
+def _scalar_rows(attribute: str, kind: str, param: int, rng: np.random.Generator) -> list[list[int]]:
+    n = rv.RANGES[attribute]
+    if kind == "distribute_three":
+        triple = [int(v) for v in rng.choice(n, size=3, replace=False)]
+        return [triple[(param * r) % 3:] + triple[:(param * r) % 3] for r in range(3)]
+    rows = []
+    for _ in range(3):
+        if kind == "constant":
+            a = int(rng.integers(n))
+            rows.append([a, a, a])
+        elif kind == "progression":
+            if attribute in rv.CYCLIC:
+                a = int(rng.integers(n))
+                rows.append([a, (a + param) % n, (a + 2 * param) % n])
+            else:
+                starts = [a for a in range(n) if 0 <= a + 2 * param < n]
+                a = starts[int(rng.integers(len(starts)))]
+                rows.append([a, a + param, a + 2 * param])
+        else:  # arithmetic
+            b = int(rng.integers(1, n))
+            a = int(rng.integers(0, n - b)) if param == 1 else int(rng.integers(b, n))
+            rows.append([a, b, a + b if param == 1 else a - b])
+    return rows
+
+
+def _position_rows(kind: str, param: int, slots: int, rng: np.random.Generator) -> list[list[frozenset[int]]]:
+    if kind == "distribute_three":
+        triple: list[frozenset[int]] = []
+        while len(triple) < 3:
+            s = _random_set(rng, slots, 1, slots - 1)
+            if s not in triple:
+                triple.append(s)
+        return [triple[(param * r) % 3:] + triple[:(param * r) % 3] for r in range(3)]
+    rows = []
+    for _ in range(3):
+        if kind == "constant":
+            s = _random_set(rng, slots, 1, slots)
+            rows.append([s, s, s])
+        elif kind == "progression":
+            s = _random_set(rng, slots, 1, slots - 1)
+            rows.append([s, rv._shift(s, param, "positions", slots), rv._shift(s, 2 * param, "positions", slots)])
+        elif param == 1:
+            a, b = _random_set(rng, slots, 1, slots - 1), _random_set(rng, slots, 1, slots - 1)
+            rows.append([a, b, a | b])
+        else:
+            a = _random_set(rng, slots, 2, slots)
+            members = sorted(a)
+            b = frozenset(int(x) for x in rng.choice(members, size=int(rng.integers(1, len(members))), replace=False))
+            rows.append([a, b, a - b])
+    return rows
+
+
+def _attribute_rows(attribute: str, kind: str, param: int, slots: int, rng: np.random.Generator) -> list[list]:
+    """Three rows following the rule and determining it (only it fits the first two rows)."""
+    for _ in range(ROW_TRIES):
+        rows = _position_rows(kind, param, slots, rng) if attribute == "positions" else _scalar_rows(attribute, kind, param, rng)
+        if not all(rv._valid(v, attribute, slots) for row in rows for v in row):
+            continue
+        if rv.consistent_rules(attribute, rows[:2], slots) != [(kind, param)]:
+            continue
+        if rv.complete_row(attribute, kind, param, rows[2][0], rows[2][1], rows[0], 2, slots) != rows[2][2]:
+            continue
+        return rows
+    raise RejectedPuzzle(f"no unambiguous rows for {attribute} {kind} {param}")
+
+
+def _choose_rules(config: RavenConfig, rng: np.random.Generator) -> dict[str, tuple[str, int]]:
+    pool = ["type", "size", "colour", "rotation"] + (["positions"] if config.grid > 1 else [])
+    slots = config.grid * config.grid
+    k = int(rng.integers(config.min_rules, config.max_rules + 1))
+    while True:
+        active = [pool[i] for i in rng.permutation(len(pool))[:k]]
+        if not ("type" in active and "rotation" in active):
+            break
+    rules = {}
+    for attribute in rv.ATTRIBUTES:
+        if attribute in active:
+            kinds = [kind for kind in NON_CONSTANT if rv.rule_params(attribute, kind, slots)]
+            kind = kinds[int(rng.integers(len(kinds)))]
+            params = rv.rule_params(attribute, kind, slots)
+            rules[attribute] = (kind, params[int(rng.integers(len(params)))])
+        else:
+            rules[attribute] = ("constant", 0)
+    return rules
+
+
+# ---------------------------------------------------------------- generation
+
+
+def _layout(grid: int) -> dict:
+    cell = (PANEL - 2 * PAD) / grid
+    origins = [[MARGIN + c * (PANEL + GAP), MARGIN + r * (PANEL + GAP)] for r in range(3) for c in range(3)]
+    slots = [[PAD + (c + 0.5) * cell, PAD + (r + 0.5) * cell] for r in range(grid) for c in range(grid)]
+    return {"width": WIDTH, "height": WIDTH, "panel": PANEL, "origins": origins, "answer_panel": 8, "grid": grid,
+            "slots": slots, "slot_half": cell / 2}
+
+
+def generate(config: RavenConfig, rng: np.random.Generator) -> Puzzle:
+    slots = config.grid * config.grid
+    rules = _choose_rules(config, rng)
+    values: dict[str, list[list]] = {}
+    for attribute in rv.ATTRIBUTES:
+        kind, param = rules[attribute]
+        if attribute == "positions" and config.grid == 1:
+            values[attribute] = [[frozenset({0})] * 3 for _ in range(3)]
+        elif attribute == "rotation" and kind == "constant":
+            values[attribute] = [[0, 0, 0] for _ in range(3)]
+        elif attribute == "type" and rules["rotation"][0] != "constant":
+            t = ROTATING_TYPES[int(rng.integers(len(ROTATING_TYPES)))]
+            values[attribute] = [[t, t, t] for _ in range(3)]
+        else:
+            values[attribute] = _attribute_rows(attribute, kind, param, slots, rng)
+    panels = []
+    for index in range(9):
+        r, c = divmod(index, 3)
+        panel = {a: values[a][r][c] for a in rv.ATTRIBUTES}
+        panel["positions"] = sorted(int(s) for s in panel["positions"])
+        panels.append({a: (panel[a] if a == "positions" else int(panel[a])) for a in rv.ATTRIBUTES})
+    answer = panels[8]
+    meta = {
+        "task": "raven",
+        "layout": _layout(config.grid),
+        "palette": {**PALETTE_BASE, "fills": list(rv.FILLS)},
+        "types": list(rv.TYPES),
+        "sizes": list(rv.SIZES),
+        "rotation_step": 90,
+        "panels": panels[:8],
+        "rules": [{"attribute": a, "kind": rules[a][0], "param": rules[a][1]} for a in rv.ATTRIBUTES],
+        "strict_ssim": rv.STRICT_SSIM,
+    }
+    if rv.predict(meta) != answer:
+        raise RejectedPuzzle("rules do not reproduce the answer")
+    distractors = _distractors(meta, answer, rng)
+    stats = {
+        "rules": float(sum(kind != "constant" for kind, _ in rules.values())),
+        "objects": float(len(answer["positions"])),
+        "slots": float(slots),
+    }
+    return Puzzle(
+        meta=meta,
+        solution=answer,
+        distractors=tuple(panel for _, panel in distractors),
+        violations=tuple(name for name, _ in distractors),
+        answer_index=int(rng.integers(5)),
+        stats=stats,
+    )
+
+
+# ---------------------------------------------------------------- distractors
+
+
+def _candidates(meta: dict, answer: dict, rng: np.random.Generator) -> list[tuple[str, dict]]:
+    slots = len(meta["layout"]["slots"])
+    out: list[tuple[str, dict]] = []
+
+    def edit(name: str, **changes) -> None:
+        out.append((name, {**answer, **changes}))
+
+    for c in range(len(rv.FILLS)):
+        if c != answer["colour"]:
+            edit("wrong_colour", colour=c)
+    for s in range(len(rv.SIZES)):
+        if s != answer["size"]:
+            edit("wrong_size", size=s)
+    for t in range(len(rv.TYPES)):
+        if t != answer["type"]:
+            edit("wrong_type", type=t)
+    symmetry = rv.SYMMETRY[rv.TYPES[answer["type"]]]
+    seen = {answer["rotation"] % symmetry}
+    for r in range(rv.ROTATIONS):
+        if r % symmetry not in seen:
+            seen.add(r % symmetry)
+            edit("wrong_rotation", rotation=r)
+    occupied = answer["positions"]
+    empty = [s for s in range(slots) if s not in occupied]
+    for s in empty:
+        edit("wrong_count", positions=sorted([*occupied, s]))
+    if len(occupied) >= 2:
+        for s in occupied:
+            edit("wrong_count", positions=[p for p in occupied if p != s])
+    moves = [(a, b) for a in occupied for b in empty]
+    for i in rng.permutation(len(moves))[:6].tolist():
+        a, b = moves[i]
+        edit("wrong_position", positions=sorted([p for p in occupied if p != a] + [b]))
+    return [(name, panel) for name, panel in out
+            if [k for k, ok in rv.judge(meta, rv.panel_objects(panel)).items() if not ok] == [name]]
+
+
+def _raster(meta: dict, panel: dict) -> np.ndarray:
+    """The answer panel as the pickers roughly see it: greys box-averaged onto a THUMB x THUMB grid."""
+    layout = meta["layout"]
+    fine = 2 * THUMB
+    step = layout["panel"] / fine
+    axis = (np.arange(fine) + 0.5) * step
+    image = np.full((fine, fine), 255.0, dtype=np.float32)
+    grey = float(rv._grey(np.asarray(rv.hex_to_rgb(rv.FILLS[panel["colour"]]), dtype=np.float64)))
+    radius = rv.SIZES[panel["size"]] * layout["slot_half"]
+    for s in panel["positions"]:
+        cx, cy = layout["slots"][s]
+        c0, c1 = max(0, int((cx - radius) / step)), min(fine, int((cx + radius) / step) + 1)
+        r0, r1 = max(0, int((cy - radius) / step)), min(fine, int((cy + radius) / step) + 1)
+        xs, ys = np.meshgrid(axis[c0:c1] - cx, axis[r0:r1] - cy)
+        points = np.stack([xs.ravel(), ys.ravel()], axis=1)
+        inside = rv.signed_distance(rv.TYPES[panel["type"]], radius, panel["rotation"], points) < 0
+        window = image[r0:r1, c0:c1]
+        window[inside.reshape(window.shape)] = grey
+    return image.reshape(THUMB, 2, THUMB, 2).mean(axis=(1, 3)).ravel()
+
+
+def _distractors(meta: dict, answer: dict, rng: np.random.Generator) -> list[tuple[str, dict]]:
+    pool = _candidates(meta, answer, rng)
+    by_kind: dict[str, list[tuple[str, dict]]] = {}
+    for name, panel in pool:
+        by_kind.setdefault(name, []).append((name, panel))
+    # Up to three per kind, then round-robin over kinds down to PICKER_POOL candidates.
+    lists = []
+    for name in rv.CHECKS:
+        items = by_kind.get(name, [])
+        lists.append([items[i] for i in rng.permutation(len(items))[:3].tolist()])
+    chosen: list[tuple[str, dict]] = []
+    while len(chosen) < PICKER_POOL and any(lists):
+        for items in lists:
+            if items and len(chosen) < PICKER_POOL:
+                chosen.append(items.pop(0))
+    if len(chosen) < 4:
+        raise RejectedPuzzle(f"only {len(chosen)} distractor candidates")
+    x = np.stack([_raster(meta, answer)] + [_raster(meta, panel) for _, panel in chosen])
+    x = x[:, np.ptp(x, axis=0) > 0]  # pixels equal in every option add nothing to any distance
+    subsets = np.asarray(list(combinations(range(1, len(chosen) + 1), 4)))
+    if len(subsets) > SUBSETS:
+        subsets = subsets[np.sort(rng.choice(len(subsets), size=SUBSETS, replace=False))]
+    groups = np.concatenate([np.zeros((len(subsets), 1), dtype=int), subsets], axis=1)  # answer first
+    vectors = x[groups]  # (S, 5, D)
+    pair = np.abs(x[:, None, :] - x[None, :, :]).sum(axis=2)
+    totals = pair[groups[:, :, None], groups[:, None, :]].sum(axis=2)  # (S, 5)
+    near = np.abs(vectors - vectors.mean(axis=1, keepdims=True)).sum(axis=2)
+    others = slice(1, None)
+    # The answer's rank by total distance (0: the medoid, 4: the odd one out) is drawn at random, so that
+    # no picker finds it often and none can be ruled out either ("never the odd one out" is a hint too).
+    rank = (totals[:, others] < totals[:, :1]).sum(axis=1)
+    mean_rank = (near[:, others] < near[:, :1]).sum(axis=1)
+    target = int(rng.choice(5, p=RANK_WEIGHTS))
+    kinds = np.asarray([len({chosen[i - 1][0] for i in subset}) for subset in subsets])
+    score = 100 * np.abs(rank - target) + 10 * (mean_rank == 0) * (target != 0) - kinds
+    best = np.flatnonzero(score == score.min())
+    subset = subsets[int(best[int(rng.integers(len(best)))])]
+    return [chosen[i - 1] for i in rng.permutation(subset).tolist()]
+
+
+def draw(meta: dict, answer: dict | None) -> str:
+    """The matrix SVG; ``answer`` (a panel) fills the last panel, None leaves it as a dashed frame."""
+    return rv.draw_svg(meta, answer)
+
+
+register_task(
+    TaskSpec(
+        name="raven",
+        domain="pattern",
+        version=VERSION,
+        checks=rv.CHECKS,
+        difficulties=DIFFICULTIES,
+        generate=generate,
+        draw=draw,
+        verify=rv.verify,
+        description="Raven's progressive matrices: draw the missing bottom-right panel that completes every row rule.",
+    )
+)

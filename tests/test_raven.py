@@ -1,0 +1,270 @@
+"""Raven's progressive matrices: generator, verifier, distractors, uniqueness, robustness."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import time
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+from vrforge.generators.tacit import raven as gen
+from vrforge.schemas.tacit import meta_errors
+from vrforge.verifiers import raven as rv
+
+from vrforge.registry import get_task
+from vrforge.render import encode_png, rasterise
+from vrforge.seeding import item_rng
+from vrforge.types import RejectedPuzzle
+
+DIFFS = ("easy", "medium", "hard")
+# sha256 of the 512 px solution PNG for seed 0 (cairosvg rendering); update on a deliberate change.
+SNAPSHOTS = {
+    "easy": "d9f123923744d2a445f12656148e1a427931cf8ec9ee9c3670116bd063b36383",
+    "medium": "bf0fecf18fa33f8560b0a6fff8bd0c4cd7a8f3d8c28530747287339c74f25180",
+    "hard": "c080ea1577fceff5f2decde2a4e5be361f7013e6e615b2959dc758ba4686279e",
+}
+
+
+def puzzle(difficulty: str, seed: int = 0):
+    return gen.generate(gen.DIFFICULTIES[difficulty], item_rng(seed))
+
+
+def render(meta, answer, width=512) -> np.ndarray:
+    return rasterise(gen.draw(meta, answer), [width])[width]
+
+
+def jpeg(rgb: np.ndarray, quality: int = 85) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(rgb).save(buffer, format="JPEG", quality=quality)
+    return buffer.getvalue()
+
+
+def resized(rgb: np.ndarray, factor: float) -> np.ndarray:
+    image = Image.fromarray(rgb)
+    size = (round(image.width * factor), round(image.height * factor))
+    return np.asarray(image.resize(size, Image.Resampling.LANCZOS))
+
+
+def test_registered():
+    spec = get_task("raven")
+    assert spec.domain == "pattern"
+    assert spec.checks == rv.CHECKS
+    assert set(spec.difficulties) == set(DIFFS)
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_meta_validates_and_is_plain_json(difficulty):
+    import json
+
+    p = puzzle(difficulty)
+    assert meta_errors("raven", p.meta) == []
+    assert json.loads(json.dumps(p.meta)) == p.meta
+    assert p.meta["task"] == "raven" and "layout" in p.meta and "palette" in p.meta
+    assert len(p.distractors) == 4 and len(p.violations) == 4 and 0 <= p.answer_index < 5
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_oracle_passes_at_every_resolution_resize_and_jpeg(difficulty):
+    p = puzzle(difficulty)
+    rasters = rasterise(gen.draw(p.meta, p.solution), [512, 1024, 2048])
+    for rgb in rasters.values():
+        verdict = rv.verify(p.meta, rgb)
+        assert verdict.passed, verdict.reason
+        assert verdict.details["ssim"] > 0.99
+    base = rasters[512]
+    for image in (resized(base, 0.9), resized(base, 1.1), jpeg(base), jpeg(resized(base, 0.9))):
+        assert rv.verify(p.meta, image).passed
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_each_distractor_fails_exactly_its_check(difficulty):
+    for seed in range(2):
+        p = puzzle(difficulty, seed)
+        for name, answer in zip(p.violations, p.distractors):
+            rgb = render(p.meta, answer)
+            assert rv.verify(p.meta, rgb).failed == [name]
+            assert rv.verify(p.meta, jpeg(resized(rgb, 1.1))).failed == [name]
+
+
+def test_options_pairwise_different():
+    for difficulty in DIFFS:
+        p = puzzle(difficulty)
+        digests = {hashlib.sha256(render(p.meta, o, 256).tobytes()).hexdigest() for o in p.options()}
+        assert len(digests) == 5
+
+
+def test_every_violation_is_caught():
+    """Edits of the answer of each kind fail exactly that check (hard layout: all six kinds occur)."""
+    seen = set()
+    for seed in range(6):
+        p = puzzle("hard", seed)
+        rng = np.random.default_rng(seed)
+        for name, panel in gen._candidates(p.meta, p.solution, rng):
+            if name in seen:
+                continue
+            assert rv.verify(p.meta, render(p.meta, panel)).failed == [name]
+            seen.add(name)
+    assert seen == set(rv.CHECKS)
+
+
+def _pil_render(meta, answer, width=600) -> np.ndarray:
+    """An independent rendering of the matrix (PIL, 4x supersampled, no dashes, thicker frame)."""
+    factor = 4
+    scale = width * factor / meta["layout"]["width"]
+    image = Image.new("RGB", (width * factor, width * factor), "white")
+    pen = ImageDraw.Draw(image)
+    layout = meta["layout"]
+    for (ox, oy), panel in zip(layout["origins"], [*meta["panels"], answer]):
+        pen.rectangle([ox * scale, oy * scale, (ox + layout["panel"]) * scale, (oy + layout["panel"]) * scale],
+                      outline="#333333", width=3 * factor)
+        name = rv.TYPES[panel["type"]]
+        radius = rv.SIZES[panel["size"]] * layout["slot_half"]
+        fill = meta["palette"]["fills"][panel["colour"]]
+        for s in panel["positions"]:
+            cx, cy = ox + layout["slots"][s][0], oy + layout["slots"][s][1]
+            if name == "circle":
+                pen.ellipse([(cx - radius) * scale, (cy - radius) * scale, (cx + radius) * scale, (cy + radius) * scale], fill=fill)
+            else:
+                vertices = (rv.polygon(name, radius, panel["rotation"]) + [cx, cy]) * scale
+                pen.polygon([tuple(v) for v in vertices], fill=fill)
+    return np.asarray(image.resize((width, width), Image.Resampling.LANCZOS))
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_any_faithful_rendering_passes(difficulty):
+    p = puzzle(difficulty, 3)
+    verdict = rv.verify(p.meta, _pil_render(p.meta, p.solution))
+    assert verdict.passed, verdict.reason
+    wrong = p.distractors[0]
+    assert rv.verify(p.meta, _pil_render(p.meta, wrong)).failed == [p.violations[0]]
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_objects_drawn_off_centre_still_read(difficulty):
+    """A faithful but imprecise drawing: every object 12% of a half slot away from its slot centre."""
+    import copy
+
+    p = puzzle(difficulty, 1)
+    moved = copy.deepcopy(p.meta)
+    half = moved["layout"]["slot_half"]
+    moved["layout"]["slots"] = [[x + 0.12 * half, y - 0.08 * half] for x, y in moved["layout"]["slots"]]
+    assert rv.verify(p.meta, render(moved, p.solution)).passed
+    assert rv.verify(p.meta, render(moved, p.distractors[1])).failed == [p.violations[1]]
+
+
+def test_equivalent_rotation_of_a_symmetric_shape_passes():
+    p = puzzle("medium", 0)
+    answer = dict(p.solution)
+    symmetry = rv.SYMMETRY[rv.TYPES[answer["type"]]]
+    answer["rotation"] = (answer["rotation"] + symmetry) % rv.ROTATIONS
+    assert rv.verify(p.meta, render(p.meta, answer)).passed
+
+
+def test_strict_mode_uses_ssim():
+    p = puzzle("medium")
+    rgb = render(p.meta, p.solution, 1024)
+    assert rv.verify(p.meta, rgb, strict=True).passed
+    assert "ssim" not in rv.verify(p.meta, rgb).checks
+    wrong = rv.verify(p.meta, render(p.meta, p.distractors[0], 1024), strict=True)
+    assert wrong.failed == [p.violations[0], "ssim"]
+    assert wrong.details["ssim"] < rv.STRICT_SSIM
+    assert rv.ssim(np.full((20, 20), 80.0), np.full((20, 20), 80.0)) == pytest.approx(1.0)
+
+
+def test_bad_images_are_rejected():
+    p = puzzle("hard")
+    blank = np.full((512, 512, 3), 255, dtype=np.uint8)
+    assert not rv.verify(p.meta, blank).passed
+    assert not rv.verify(p.meta, render(p.meta, None)).passed  # the bare puzzle
+    noise = np.random.default_rng(0).integers(0, 256, (512, 512, 3), dtype=np.uint8)
+    assert not rv.verify(p.meta, noise).passed
+    black = np.zeros((512, 512, 3), dtype=np.uint8)
+    assert not rv.verify(p.meta, black).passed
+    png = encode_png(render(p.meta, p.solution))
+    truncated = rv.verify(p.meta, png[: len(png) // 2])
+    assert not truncated.passed and not truncated.usable
+    assert not rv.verify(p.meta, b"not an image").usable
+    assert not rv.verify(p.meta, np.full((512, 300, 3), 255, dtype=np.uint8)).usable  # wrong aspect
+    assert not rv.verify(p.meta, np.full((40, 40, 3), 255, dtype=np.uint8)).usable  # too small
+
+
+def test_deterministic():
+    for difficulty in DIFFS:
+        a, b = puzzle(difficulty, 7), puzzle(difficulty, 7)
+        assert a.meta == b.meta and a.violations == b.violations and a.answer_index == b.answer_index
+        assert gen.draw(a.meta, a.solution) == gen.draw(b.meta, b.solution)
+        assert gen.draw(a.meta, None) == gen.draw(b.meta, None)
+
+
+def test_rules_are_determined_by_the_first_two_rows():
+    """Every attribute: exactly one rule of the whole rule space fits rows 1-2, and the answer is the only
+    value of that attribute completing row 3 under it."""
+    for difficulty in DIFFS:
+        slots = gen.DIFFICULTIES[difficulty].grid ** 2
+        for seed in range(15):
+            p = puzzle(difficulty, seed)
+            panels = [*p.meta["panels"], p.solution]
+            for rule in p.meta["rules"]:
+                attribute = rule["attribute"]
+                values = [rv.attribute_value(q, attribute) for q in panels]
+                rows = [values[0:3], values[3:6], values[6:9]]
+                if attribute == "positions" and slots == 1:
+                    continue
+                assert rv.consistent_rules(attribute, rows[:2], slots) == [(rule["kind"], rule["param"])]
+                if attribute == "positions":
+                    continue
+                completions = [v for v in range(rv.RANGES[attribute])
+                               if rv.complete_row(attribute, rule["kind"], rule["param"], rows[2][0], rows[2][1], rows[0], 2,
+                                                  slots) == v]
+                assert completions == [rows[2][2]]
+
+
+def test_ambiguous_rows_are_detected():
+    # (1, 2, 3) is both a +1 progression and an addition: such rows are never kept.
+    assert len(rv.consistent_rules("colour", [[1, 2, 3], [0, 1, 2]], 1)) == 1
+    assert len(rv.consistent_rules("colour", [[1, 2, 3], [1, 2, 3]], 1)) == 2
+    with pytest.raises(RejectedPuzzle):
+        # arithmetic is outside rotation's rule space, so it can never be the one rule that fits
+        gen._attribute_rows("rotation", "arithmetic", 1, 1, np.random.default_rng(0))
+
+
+def test_config_validation():
+    with pytest.raises(ValueError):
+        gen.RavenConfig(grid=4, min_rules=1, max_rules=2).validate()
+    with pytest.raises(ValueError):
+        gen.RavenConfig(grid=1, min_rules=3, max_rules=2).validate()
+
+
+def test_generation_is_fast():
+    start = time.perf_counter()
+    for seed in range(10):
+        p = puzzle("hard", seed)
+        for answer in (None, *p.options()):
+            gen.draw(p.meta, answer)
+    assert (time.perf_counter() - start) / 10 < 0.5  # generous: the bench measures the real number
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_snapshot(difficulty):
+    png = encode_png(render(puzzle(difficulty).meta, puzzle(difficulty).solution))
+    assert hashlib.sha256(png).hexdigest() == SNAPSHOTS[difficulty]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_context_blind_pickers(difficulty):
+    from vrforge.builds.pickers import pick_all, picker_accuracy
+
+    choices, answers = [], []
+    for seed in range(200):
+        try:
+            p = gen.generate(gen.DIFFICULTIES[difficulty], item_rng(10_000 + seed))
+        except RejectedPuzzle:
+            continue
+        choices.append(pick_all([render(p.meta, o, 256) for o in p.options()]))
+        answers.append(p.answer_index)
+    assert len(answers) >= 190
+    for name, accuracy in picker_accuracy(choices, answers).items():
+        assert accuracy <= 0.30, (name, accuracy)

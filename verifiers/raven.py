@@ -1,0 +1,459 @@
+"""Raven's progressive matrices verifier: parse the answer panel, compare with the rules.
+
+The picture is a 3x3 matrix of panels; the bottom-right one holds the answer. Each panel
+places its objects in the slots of a fixed grid (1x1, 2x2 or 3x3). All objects of a panel
+share one shape type, size, fill grey and rotation; the occupied slots are the panel's
+positions (their number is the count). Each attribute follows one row-wise rule from
+{constant, progression, arithmetic, distribute-three}; the rules are in meta, so the
+expected answer is computed here from the first eight panels (``predict``).
+
+Reading: at each slot a square grid of probe points is sampled (bilinear). Each candidate
+(type, size, rotation), and "empty", predicts each probe's ink coverage with a soft outline
+(anti-aliasing, resampling); the best candidate is the one closest to the observed coverage. Each slot's probe window is first
+re-centred on its ink (regular shapes are centred on their centroid), so an object drawn
+somewhat off its slot centre still reads right. The fill grey is the median of probes well
+inside. Any faithful rendering of the right answer passes, whatever the rasteriser.
+
+SSIM (grayscale, 7x7 window, after the reference implementation's automatic downsampling)
+of the answer panel against a reference rendering is always reported in ``details``;
+``verify(meta, image, strict=True)`` adds the paper's strict check ``ssim`` (SSIM >= 0.997).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+import numpy as np
+from vrforge.verifiers.sampling import hex_to_rgb
+
+from vrforge.imageio import UnusableImage, load_rgb
+from vrforge.svgdraw import fmt, new_drawing, to_string
+from vrforge.types import Verdict
+
+CHECKS = ("wrong_count", "wrong_position", "wrong_type", "wrong_size", "wrong_colour", "wrong_rotation")
+ATTRIBUTES = ("positions", "type", "size", "colour", "rotation")
+TYPES = ("triangle", "square", "pentagon", "hexagon", "circle")
+SIDES = {"triangle": 3, "square": 4, "pentagon": 5, "hexagon": 6, "circle": 0}
+START_ANGLE = {"triangle": -90.0, "square": -45.0, "pentagon": -90.0, "hexagon": -90.0, "circle": 0.0}
+# Distinct orientations under 90-degree steps: a square looks the same after any of them.
+SYMMETRY = {"triangle": 4, "square": 1, "pentagon": 4, "hexagon": 2, "circle": 1}
+SIZES = (0.5, 0.64, 0.78, 0.92)  # circumradius as a fraction of the slot's half-width
+ROTATIONS = 4  # 0, 90, 180, 270 degrees clockwise
+FILLS = ("#cccccc", "#999999", "#666666", "#333333", "#000000")
+RANGES = {"type": len(TYPES), "size": len(SIZES), "colour": len(FILLS), "rotation": ROTATIONS}
+CYCLIC = {"rotation"}
+
+STRICT_SSIM = 0.997
+ASPECT_TOLERANCE = 0.06
+MIN_SLOT_PX = 6.0
+PROBES = 33  # probe grid per slot (PROBES x PROBES over the slot square)
+EDGE_PX = 1.5  # width of the soft edge a candidate's outline is expected to have, in pixels
+RECENTRE_STEPS = 2
+MAX_SHIFT = 0.3  # at most this share of the half slot off the slot centre
+MISFIT = 0.05  # a slot whose best candidate differs more (mean squared coverage) is unreadable
+
+Panel = dict[str, Any]  # {"positions": [slots], "type", "size", "colour", "rotation"}
+
+
+# ---------------------------------------------------------------- rules
+
+
+def rule_params(attribute: str, kind: str, slots: int = 0) -> list[int]:
+    """The parameters a rule kind takes for an attribute (empty: the kind does not apply)."""
+    if kind == "constant":
+        return [0]
+    if kind == "distribute_three":
+        return [1, -1]
+    if kind == "progression":
+        if attribute == "rotation":
+            return [1, -1]
+        if attribute == "positions":
+            seen, params = set(), []
+            for d in (1, -1, 2, -2):
+                if d % slots not in seen and d % slots != 0:
+                    seen.add(d % slots)
+                    params.append(d)
+            return params
+        return [d for d in (1, -1, 2, -2) if 2 * abs(d) < RANGES[attribute]]
+    if kind == "arithmetic":
+        return [1, -1] if attribute in ("positions", "size", "colour") else []
+    return []
+
+
+RULE_KINDS = ("constant", "progression", "arithmetic", "distribute_three")
+
+
+def _shift(value: Any, d: int, attribute: str, slots: int) -> Any:
+    if attribute == "positions":
+        return frozenset((s + d) % slots for s in value)
+    if attribute in CYCLIC:
+        return (value + d) % RANGES[attribute]
+    return value + d
+
+
+def _valid(value: Any, attribute: str, slots: int) -> bool:
+    if attribute == "positions":
+        return len(value) > 0 and all(0 <= s < slots for s in value)
+    return 0 <= value < RANGES[attribute]
+
+
+def complete_row(attribute: str, kind: str, param: int, a: Any, b: Any, first_row: Sequence[Any], row: int,
+                 slots: int) -> Any | None:
+    """The third value of a row whose first two are ``a`` and ``b``, or None when the rule cannot hold."""
+    if kind == "constant":
+        return a if a == b else None
+    if kind == "progression":
+        if _shift(a, param, attribute, slots) != b:
+            return None
+        c = _shift(b, param, attribute, slots)
+        if attribute == "positions" and (c == b or a == b):
+            return None  # a shift that leaves the set unchanged is no progression
+        return c if _valid(c, attribute, slots) else None
+    if kind == "arithmetic":
+        if attribute == "positions":
+            if param == 1:
+                c = a | b
+                return c if c != a and c != b else None
+            if not b or not b < a:
+                return None
+            return a - b
+        if b < 1:
+            return None
+        c = a + b if param == 1 else a - b
+        return c if _valid(c, attribute, slots) else None
+    if kind == "distribute_three":
+        triple = list(first_row)
+        if len(set(triple)) != 3:
+            return None
+        k = (param * row) % 3
+        expected = triple[k:] + triple[:k]
+        return expected[2] if [a, b] == expected[:2] else None
+    return None
+
+
+def consistent_rules(attribute: str, rows: Sequence[Sequence[Any]], slots: int) -> list[tuple[str, int]]:
+    """Every (kind, param) under which each given full row holds."""
+    found = []
+    for kind in RULE_KINDS:
+        for param in rule_params(attribute, kind, slots):
+            if all(complete_row(attribute, kind, param, r[0], r[1], rows[0], i, slots) == r[2] for i, r in enumerate(rows)):
+                found.append((kind, param))
+    return found
+
+
+def attribute_value(panel: Mapping[str, Any], attribute: str) -> Any:
+    return frozenset(panel["positions"]) if attribute == "positions" else panel[attribute]
+
+
+def predict(meta: Mapping[str, Any]) -> Panel:
+    """The rule-implied answer panel."""
+    panels = meta["panels"]
+    slots = len(meta["layout"]["slots"])
+    answer: Panel = {}
+    for rule in meta["rules"]:
+        attribute = rule["attribute"]
+        values = [attribute_value(p, attribute) for p in panels]
+        value = complete_row(attribute, rule["kind"], rule["param"], values[6], values[7], values[0:3], 2, slots)
+        if value is None:
+            raise ValueError(f"meta is inconsistent: rule {rule} gives no answer")
+        answer[attribute] = sorted(value) if attribute == "positions" else int(value)
+    return answer
+
+
+# ---------------------------------------------------------------- geometry
+
+
+def polygon(type_name: str, radius: float, rotation: int) -> np.ndarray:
+    """Vertices (k, 2) of a shape centred at the origin (SVG axes: y down; clockwise rotation)."""
+    sides = SIDES[type_name]
+    start = math.radians(START_ANGLE[type_name] + 90.0 * rotation)
+    angles = start + 2 * math.pi * np.arange(sides) / sides
+    return np.stack([radius * np.cos(angles), radius * np.sin(angles)], axis=1)
+
+
+def signed_distance(type_name: str, radius: float, rotation: int, points: np.ndarray) -> np.ndarray:
+    """Signed distance (negative inside) of ``points`` (N, 2) to the shape's outline (exact inside)."""
+    if type_name == "circle":
+        return np.hypot(points[:, 0], points[:, 1]) - radius
+    vertices = polygon(type_name, radius, rotation)
+    nxt = np.roll(vertices, -1, axis=0)
+    edges = nxt - vertices
+    normals = np.stack([edges[:, 1], -edges[:, 0]], axis=1)
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    offsets = (normals * vertices).sum(axis=1)
+    if offsets.mean() < 0:  # make the normals point outward
+        normals, offsets = -normals, -offsets
+    return (points @ normals.T - offsets[None, :]).max(axis=1)
+
+
+def canonical_rotation(type_index: int, rotation: int) -> int:
+    return rotation % SYMMETRY[TYPES[type_index]]
+
+
+@cache
+def _probe_grid() -> np.ndarray:
+    axis = np.linspace(-1.0, 1.0, PROBES)
+    xs, ys = np.meshgrid(axis, axis)
+    return np.stack([xs.ravel(), ys.ravel()], axis=1)
+
+
+@cache
+def _templates() -> tuple[list[tuple[int, int, int] | None], np.ndarray]:
+    """Candidate objects (type, size, rotation) or None (empty) and their signed distances at the probes."""
+    points = _probe_grid()
+    candidates: list[tuple[int, int, int] | None] = [None]
+    distances = [np.full(len(points), np.inf)]
+    for t, name in enumerate(TYPES):
+        for s, fraction in enumerate(SIZES):
+            for r in range(SYMMETRY[name]):
+                candidates.append((t, s, r))
+                distances.append(signed_distance(name, fraction, r, points))
+    return candidates, np.stack(distances)
+
+
+# ---------------------------------------------------------------- drawing (shared with the generator)
+
+
+def shape_path(type_name: str, cx: float, cy: float, radius: float, rotation: int) -> str:
+    if type_name == "circle":
+        return (f"M{fmt(cx - radius)} {fmt(cy)}a{fmt(radius)} {fmt(radius)} 0 1 0 {fmt(2 * radius)} 0"
+                f"a{fmt(radius)} {fmt(radius)} 0 1 0 {fmt(-2 * radius)} 0Z")
+    vertices = polygon(type_name, radius, rotation) + np.array([cx, cy])
+    head, *rest = vertices
+    return f"M{fmt(head[0])} {fmt(head[1])}" + "".join(f"L{fmt(x)} {fmt(y)}" for x, y in rest) + "Z"
+
+
+def draw_svg(meta: Mapping[str, Any], answer: Mapping[str, Any] | None,
+             view: tuple[float, float, float, float, int, int] | None = None) -> str:
+    """The matrix; ``answer`` fills the last panel (None: a dashed empty frame).
+
+    ``view`` = (x, y, w, h, pixel_width, pixel_height) draws only that window of the picture.
+    """
+    layout, palette = meta["layout"], meta["palette"]
+    width, height, size = layout["width"], layout["height"], layout["panel"]
+    drawing = new_drawing(width, height, palette["background"])
+    drawing._parameter.debug = False  # attribute validation is most of svgwrite's time; ours are plain numbers
+    if view is not None:
+        x, y, w, h, pw, ph = view
+        drawing["viewBox"] = f"{x:.6f} {y:.6f} {w:.6f} {h:.6f}"
+        drawing["width"], drawing["height"] = str(pw), str(ph)
+    panels = list(meta["panels"]) + [answer]
+    half = layout["slot_half"]
+    for (ox, oy), panel in zip(layout["origins"], panels):
+        missing = panel is None
+        drawing.add(drawing.rect(
+            insert=(fmt(ox), fmt(oy)), size=(fmt(size), fmt(size)), fill=palette["background"],
+            stroke=palette["missing"] if missing else palette["frame"], stroke_width=fmt(1.5),
+            **({"stroke_dasharray": "6,4"} if missing else {}),
+        ))
+        if missing or not panel["positions"]:
+            continue
+        name = TYPES[panel["type"]]
+        radius = SIZES[panel["size"]] * half
+        d = "".join(shape_path(name, ox + layout["slots"][s][0], oy + layout["slots"][s][1], radius, panel["rotation"])
+                    for s in panel["positions"])
+        drawing.add(drawing.path(d=d, fill=palette["fills"][panel["colour"]]))
+    return to_string(drawing)
+
+
+# ---------------------------------------------------------------- judging
+
+
+def judge(meta: Mapping[str, Any], objects: Sequence[tuple[int, int | None, int, int, int]]) -> dict[str, bool]:
+    """Check the objects seen in the answer panel: (slot, type or None if unreadable, size, rotation, colour).
+
+    Each check is True when the answer does NOT commit that violation.
+    """
+    expected = predict(meta)
+    want = set(expected["positions"])
+    seen = {slot for slot, *_ in objects}
+    readable = [o for o in objects if o[1] is not None]
+    return {
+        "wrong_count": len(seen) == len(want),
+        "wrong_position": seen <= want or want <= seen,
+        "wrong_type": all(t == expected["type"] for _, t, _, _, _ in objects),
+        "wrong_size": all(s == expected["size"] for _, _, s, _, _ in readable),
+        "wrong_colour": all(c == expected["colour"] for _, _, _, _, c in readable),
+        "wrong_rotation": all(r == expected["rotation"] % SYMMETRY[TYPES[t]] for _, t, _, r, _ in readable),
+    }
+
+
+def panel_objects(panel: Mapping[str, Any]) -> list[tuple[int, int | None, int, int, int]]:
+    """The objects a panel shows, as the reader would report them."""
+    rotation = canonical_rotation(panel["type"], panel["rotation"])
+    return [(s, panel["type"], panel["size"], rotation, panel["colour"]) for s in panel["positions"]]
+
+
+def _grey(rgb: np.ndarray) -> np.ndarray:
+    return rgb[..., 0] * 0.299 + rgb[..., 1] * 0.587 + rgb[..., 2] * 0.114
+
+
+def _bilinear(image: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Grey values at normalised (x, y) points, interpolated between pixel centres (only those pixels are read)."""
+    height, width = image.shape[:2]
+    x = np.clip(points[:, 0] * width - 0.5, 0, width - 1.000001)
+    y = np.clip(points[:, 1] * height - 0.5, 0, height - 1.000001)
+    x0, y0 = np.floor(x).astype(np.int64), np.floor(y).astype(np.int64)
+    fx, fy = x - x0, y - y0
+
+    def grey(yy: np.ndarray, xx: np.ndarray) -> np.ndarray:
+        return _grey(image[yy, xx].astype(np.float64))
+
+    top = grey(y0, x0) * (1 - fx) + grey(y0, x0 + 1) * fx
+    bottom = grey(y0 + 1, x0) * (1 - fx) + grey(y0 + 1, x0 + 1) * fx
+    return top * (1 - fy) + bottom * fy
+
+
+def read_answer(meta: Mapping[str, Any], image: np.ndarray) -> tuple[list[tuple[int, int | None, int, int, int]], list[float]]:
+    """The objects in the answer panel and the misfit of every slot's reading.
+
+    Each probe's grey gives the share of the probe covered by ink (0 background, 1 fill);
+    each candidate predicts that share from its signed distance with a soft edge
+    (anti-aliasing and resampling blur the outline over about a pixel).
+    """
+    layout, palette = meta["layout"], meta["palette"]
+    height, width = image.shape[:2]
+    scale = min(width / layout["width"], height / layout["height"])
+    half = layout["slot_half"]
+    slot_px = half * scale
+    probes = _probe_grid()
+    candidates, distances = _templates()
+    ox, oy = layout["origins"][layout["answer_panel"]]
+    centres = np.asarray([[ox + sx, oy + sy] for sx, sy in layout["slots"]], dtype=np.float64)
+    background = float(_grey(np.asarray(hex_to_rgb(palette["background"]), dtype=np.float64)))
+    fills = np.asarray([_grey(np.asarray(hex_to_rgb(c), dtype=np.float64)) for c in palette["fills"]])
+    threshold = (background + fills.max()) / 2
+    size = np.asarray([layout["width"], layout["height"]], dtype=np.float64)
+
+    nominal = centres.copy()
+
+    def sample(at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Greys at the probes around ``at`` and which probes lie in their own slot (frames and
+        neighbouring objects outside it are not this slot's ink)."""
+        points = at[:, None, :] + probes[None, :, :] * half
+        inside = (np.abs(points - nominal[:, None, :]) < half).all(axis=2)
+        return _bilinear(image, points.reshape(-1, 2) / size).reshape(len(at), len(probes)), inside.astype(np.float64)
+
+    # Re-centre each slot on its ink (a regular shape's centroid is its centre), so an object drawn a
+    # little off its slot centre still reads right; the shift is bounded to stay inside the slot.
+    greys, valid = sample(centres)
+    for _ in range(RECENTRE_STEPS):
+        ink = np.clip((background - greys) / (background - fills.max()), 0.0, 1.0) * valid
+        mass = ink.sum(axis=1, keepdims=True)
+        shift = np.where(mass > 3, (ink @ probes) / np.maximum(mass, 1e-9), 0.0)
+        centres = nominal + np.clip(centres + shift * half - nominal, -MAX_SHIFT * half, MAX_SHIFT * half)
+        greys, valid = sample(centres)
+    expected = np.clip(0.5 - distances * slot_px / EDGE_PX, 0.0, 1.0)  # (C, P) predicted coverage
+    core_mask = distances * slot_px < -EDGE_PX
+    objects, misfits = [], []
+    for slot, (row, mask) in enumerate(zip(greys, valid)):
+        inked = (row < threshold) & (mask > 0)
+        fill = float(np.median(row[inked])) if inked.sum() >= 3 else float(fills.max())
+        coverage = np.clip((background - row) / max(background - fill, 1.0), 0.0, 1.0)
+        cost = ((expected - coverage[None, :]) ** 2) @ mask / max(mask.sum(), 1.0)
+        best = int(np.argmin(cost))
+        misfit = float(cost[best])
+        misfits.append(misfit)
+        candidate = candidates[best]
+        if candidate is None and misfit <= MISFIT:
+            continue
+        if candidate is None or misfit > MISFIT:
+            objects.append((slot, None, -1, -1, -1))
+            continue
+        t, s, r = candidate
+        core = (core_mask[best] if core_mask[best].any() else distances[best] < 0) & (mask > 0)
+        if not core.any():
+            core = mask > 0
+        colour = int(np.argmin(np.abs(fills - float(np.median(row[core])))))
+        objects.append((slot, t, s, r, colour))
+    return objects, misfits
+
+
+# ---------------------------------------------------------------- SSIM
+
+
+def _box(x: np.ndarray, k: int) -> np.ndarray:
+    """Mean over every k x k window ('valid' region)."""
+    c = np.cumsum(np.cumsum(np.pad(x, ((1, 0), (1, 0))), axis=0), axis=1)
+    return (c[k:, k:] - c[:-k, k:] - c[k:, :-k] + c[:-k, :-k]) / (k * k)
+
+
+def ssim(a: np.ndarray, b: np.ndarray, window: int = 7) -> float:
+    """Mean SSIM of two grayscale images (same shape, 0..255) with a uniform window."""
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    c1, c2 = (0.01 * 255) ** 2, (0.03 * 255) ** 2
+    mu_a, mu_b = _box(a, window), _box(b, window)
+    n = window * window
+    cov_scale = n / (n - 1)
+    var_a = (_box(a * a, window) - mu_a**2) * cov_scale
+    var_b = (_box(b * b, window) - mu_b**2) * cov_scale
+    cov = (_box(a * b, window) - mu_a * mu_b) * cov_scale
+    s = ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / ((mu_a**2 + mu_b**2 + c1) * (var_a + var_b + c2))
+    return float(s.mean())
+
+
+def answer_ssim(meta: Mapping[str, Any], image: np.ndarray) -> float:
+    """SSIM of the answer panel of ``image`` against the rule-implied answer drawn at the image's size."""
+    from vrforge.render import rasterise  # cairo is only needed here
+
+    layout = meta["layout"]
+    height, width = image.shape[:2]
+    sx, sy = width / layout["width"], height / layout["height"]
+    ox, oy = layout["origins"][layout["answer_panel"]]
+    size = layout["panel"]
+    x0, y0 = max(0, math.floor(ox * sx)), max(0, math.floor(oy * sy))
+    x1, y1 = min(width, math.ceil((ox + size) * sx)), min(height, math.ceil((oy + size) * sy))
+    view = (x0 / sx, y0 / sy, (x1 - x0) / sx, (y1 - y0) / sy, x1 - x0, y1 - y0)
+    reference = rasterise(draw_svg(meta, predict(meta), view), [x1 - x0])[x1 - x0]
+    crop = image[y0:y1, x0:x1]
+    h, w = min(crop.shape[0], reference.shape[0]), min(crop.shape[1], reference.shape[1])
+    # Wang et al.'s reference implementation first averages f x f blocks, f = round(side / 256):
+    # the score then means the same at every resolution (and costs a quarter at 2048 px).
+    f = max(1, round(min(h, w) / 256))
+    h, w = h // f * f, w // f * f
+
+    def prepared(rgb: np.ndarray) -> np.ndarray:
+        grey = _grey(rgb[:h, :w].astype(np.float64))
+        return grey.reshape(h // f, f, w // f, f).mean(axis=(1, 3))
+
+    return ssim(prepared(crop), prepared(reference))
+
+
+# ---------------------------------------------------------------- verify
+
+
+def verify(meta: Mapping[str, Any], image: Any, strict: bool = False) -> Verdict:
+    """Verdict for an answer image: the matrix with the last panel drawn.
+
+    ``strict`` adds the check ``ssim`` (SSIM of the answer panel against the reference >= 0.997).
+    """
+    try:
+        rgb = load_rgb(image)
+    except UnusableImage as exc:
+        return Verdict.unusable(str(exc))
+    layout = meta["layout"]
+    height, width = rgb.shape[:2]
+    expected = layout["width"] / layout["height"]
+    if abs((width / height) / expected - 1) > ASPECT_TOLERANCE:
+        return Verdict.unusable(f"aspect ratio {width}x{height} does not match the puzzle ({expected:.3f}:1)")
+    slot_px = layout["slot_half"] * min(width / layout["width"], height / layout["height"])
+    if slot_px < MIN_SLOT_PX:
+        return Verdict.unusable(f"image too small to read: {slot_px:.1f} px per half slot")
+    objects, misfits = read_answer(meta, rgb)
+    checks = judge(meta, objects)
+    try:
+        score: float | None = answer_ssim(meta, rgb)
+    except Exception:  # noqa: BLE001 - a reporting extra must never break the verdict
+        score = None
+    if strict:
+        checks["ssim"] = score is not None and score >= STRICT_SSIM
+    details = {
+        "objects": [list(o) for o in objects],
+        "expected": predict(meta),
+        "max_misfit": round(max(misfits), 4),
+        "ssim": None if score is None else round(score, 5),
+    }
+    return Verdict.from_checks(checks, details=details)
