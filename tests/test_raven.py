@@ -9,21 +9,21 @@ import time
 import numpy as np
 import pytest
 from PIL import Image, ImageDraw
-from vrforge.generators.tacit import raven as gen
-from vrforge.schemas.tacit import meta_errors
-from vrforge.verifiers import raven as rv
 
+from vrforge.generators.tacit import raven as gen
 from vrforge.registry import get_task
 from vrforge.render import encode_png, rasterise
+from vrforge.schemas.tacit import meta_errors
 from vrforge.seeding import item_rng
 from vrforge.types import RejectedPuzzle
+from vrforge.verifiers import raven as rv
 
 DIFFS = ("easy", "medium", "hard")
 # sha256 of the 512 px solution PNG for seed 0 (cairosvg rendering); update on a deliberate change.
 SNAPSHOTS = {
-    "easy": "d9f123923744d2a445f12656148e1a427931cf8ec9ee9c3670116bd063b36383",
-    "medium": "bf0fecf18fa33f8560b0a6fff8bd0c4cd7a8f3d8c28530747287339c74f25180",
-    "hard": "c080ea1577fceff5f2decde2a4e5be361f7013e6e615b2959dc758ba4686279e",
+    "easy": "b772dcd384533d69e00c51a95bad49d979d3f070bf36b6a845e991161fe6e174",
+    "medium": "dec759be3bec13b9d6d4a606f0cb9d8df06936145353e98395817973887dc388",
+    "hard": "dbabaf1fce9b8da322a2351a005f9e7129507548a030d84c44fd965fb79c2b49",
 }
 
 

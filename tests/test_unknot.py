@@ -8,14 +8,14 @@ import json
 import numpy as np
 import pytest
 from helpers import jpeg, noise, resized
-from vrforge.generators.tacit import unknot
-from vrforge.schemas.tacit import meta_errors
-from vrforge.verifiers import unknot as verifier
 
+from vrforge.generators.tacit import unknot
 from vrforge.registry import get_task
 from vrforge.render import encode_png, rasterise
+from vrforge.schemas.tacit import meta_errors
 from vrforge.seeding import derive_seed, item_rng
 from vrforge.types import RejectedPuzzle
+from vrforge.verifiers import unknot as verifier
 
 SPEC = get_task("unknot")
 
@@ -125,7 +125,7 @@ def test_blank_puzzle_and_noise_are_rejected(puzzle):
     blank = rasterise(SPEC.draw(puzzle.meta, None), (512,))[512]
     verdict = SPEC.verify(puzzle.meta, blank)
     assert verdict.usable and verdict.failed == ["no_mark"]
-    assert not SPEC.verify(puzzle.meta, noise(*blank.size)).passed
+    assert not SPEC.verify(puzzle.meta, noise(blank.shape[1], blank.shape[0])).passed
 
 
 def test_unusable_images_give_a_verdict_not_an_exception(puzzle):

@@ -27,11 +27,11 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from vrforge.verifiers.sampling import hex_to_rgb
 
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Verdict
+from vrforge.verifiers.sampling import hex_to_rgb
 
 CHECKS = ("wrong_count", "wrong_position", "wrong_type", "wrong_size", "wrong_colour", "wrong_rotation")
 ATTRIBUTES = ("positions", "type", "size", "colour", "rotation")

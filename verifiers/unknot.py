@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
 
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
+from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
 
 CHECKS = ("diagrams_missing", "no_mark", "several_marks", "marked_knotted")
 ASPECT_TOLERANCE = 0.06

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-from vrforge.verifiers import raven as rv
 
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
+from vrforge.verifiers import raven as rv
 
 VERSION = "1.0.0"
 WIDTH = 400

@@ -54,11 +54,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from vrforge.verifiers import unknot as unknot_verifier
 
 from vrforge.registry import TaskSpec, register_task
 from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
+from vrforge.verifiers import unknot as unknot_verifier
 
 VERSION = "1.0.0"
 CELL = 200.0  # SVG units per diagram cell
