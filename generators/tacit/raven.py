@@ -344,5 +344,6 @@ register_task(
         draw=draw,
         verify=rv.verify,
         description="Raven's progressive matrices: draw the missing bottom-right panel that completes every row rule.",
+        difficulty_stat="slots",
     )
 )

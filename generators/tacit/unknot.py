@@ -605,5 +605,6 @@ register_task(
         draw=draw,
         verify=unknot_verifier.verify,
         description="Knot diagrams: frame the one diagram that is the unknot.",
+        difficulty_stat="crossings",
     )
 )
