@@ -235,7 +235,6 @@ def draw_svg(meta: Mapping[str, Any], answer: Mapping[str, Any] | None,
     layout, palette = meta["layout"], meta["palette"]
     width, height, size = layout["width"], layout["height"], layout["panel"]
     drawing = new_drawing(width, height, palette["background"])
-    drawing._parameter.debug = False  # attribute validation is most of svgwrite's time; ours are plain numbers
     if view is not None:
         x, y, w, h, pw, ph = view
         drawing["viewBox"] = f"{x:.6f} {y:.6f} {w:.6f} {h:.6f}"

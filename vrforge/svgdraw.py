@@ -18,10 +18,12 @@ def fmt(value: float) -> str:
 
 def new_drawing(width: float, height: float, background: str = "#ffffff", crisp: bool = False) -> svgwrite.Drawing:
     """A drawing with a viewBox and a background. ``crisp`` turns anti-aliasing off: right for
-    rectilinear pictures, whose PNGs then hold only palette colours (exact, small, fast)."""
+    rectilinear pictures, whose PNGs then hold only palette colours (exact, small, fast).
+    svgwrite's attribute validation is off: it is most of the drawing time, and every value
+    we write is a number formatted by ``fmt`` or a colour."""
     extra = {"shape_rendering": "crispEdges"} if crisp else {}
     drawing = svgwrite.Drawing(size=(fmt(width), fmt(height)), viewBox=f"0 0 {fmt(width)} {fmt(height)}",
-                               profile="full", **extra)
+                               profile="full", debug=False, **extra)
     drawing.add(drawing.rect(insert=(0, 0), size=(fmt(width), fmt(height)), fill=background))
     return drawing
 
