@@ -48,10 +48,16 @@ def neighbour_counts(grid: np.ndarray, neighbourhood: str, boundary: str) -> np.
     """Number of non-empty neighbours of every cell."""
     live = (grid > 0).astype(np.int64)
     n_rows, n_cols = live.shape
-    if boundary == "toroidal":
-        return sum(np.roll(live, (-dr, -dc), axis=(0, 1)) for dr, dc in NEIGHBOURHOODS[neighbourhood])
-    padded = np.pad(live, 1)
-    return sum(padded[1 + dr : 1 + dr + n_rows, 1 + dc : 1 + dc + n_cols] for dr, dc in NEIGHBOURHOODS[neighbourhood])
+    padded = np.zeros((n_rows + 2, n_cols + 2), dtype=np.int64)
+    padded[1:-1, 1:-1] = live
+    if boundary == "toroidal":  # a ring of copies of the opposite edges
+        padded[0, 1:-1], padded[-1, 1:-1] = live[-1], live[0]
+        padded[1:-1, 0], padded[1:-1, -1] = live[:, -1], live[:, 0]
+        padded[0, 0], padded[0, -1], padded[-1, 0], padded[-1, -1] = live[-1, -1], live[-1, 0], live[0, -1], live[0, 0]
+    counts = np.zeros_like(live)
+    for dr, dc in NEIGHBOURHOODS[neighbourhood]:
+        counts += padded[1 + dr : 1 + dr + n_rows, 1 + dc : 1 + dc + n_cols]
+    return counts
 
 
 def step(grid: np.ndarray, rule: np.ndarray, neighbourhood: str, boundary: str) -> np.ndarray:

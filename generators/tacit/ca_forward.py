@@ -137,16 +137,24 @@ def _distractors(meta: dict, end: np.ndarray, rng: np.random.Generator) -> list[
     if len(rules) > MAX_RULE_CANDIDATES:
         rules = [rules[i] for i in sorted(rng.choice(len(rules), MAX_RULE_CANDIDATES, replace=False).tolist())]
 
-    sets: list[list[np.ndarray]] = []
-    for steps_grid, boundary_grid, rule_grid in product(candidates["wrong_steps"], candidates["wrong_boundary"], rules):
-        for cells_grid in _cell_candidates(end, [steps_grid, boundary_grid, rule_grid], meta["states"], rng):
+    grids = [end]
+    where: dict[str, list[int]] = {}
+    pools = (("wrong_steps", candidates["wrong_steps"]), ("wrong_boundary", candidates["wrong_boundary"]), ("wrong_rule", rules))
+    for name, pool in pools:
+        where[name] = list(range(len(grids), len(grids) + len(pool)))
+        grids += pool
+    sets: list[list[int]] = []
+    for fixed in product(where["wrong_steps"], where["wrong_boundary"], where["wrong_rule"]):
+        for cells_grid in _cell_candidates(end, [grids[i] for i in fixed], meta["states"], rng):
             if fails_only(cells_grid, "wrong_cells"):
-                sets.append([steps_grid, boundary_grid, rule_grid, cells_grid])
+                sets.append([0, *fixed, len(grids)])
+                grids.append(cells_grid)
     if not sets:
         return None
     grey = common.luminance(meta["palette"]["states"])
-    options = np.stack([np.stack([grey[g].ravel() for g in [end, *s]]) for s in sets])
-    best = sets[common.least_revealing(options, rng)]
+    features = np.stack([grey[g].ravel() for g in grids])
+    chosen = sets[common.least_revealing(features, np.asarray(sets, dtype=np.int64), rng)]
+    best = [grids[i] for i in chosen[1:]]
     return list(zip(verifier.CHECKS, best))
 
 
