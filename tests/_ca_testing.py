@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import io
 from functools import cache
 
 import numpy as np
-from PIL import Image
-from vrforge.builds.pickers import pick_all, picker_accuracy
-from vrforge.schemas.tacit import meta_errors
+from helpers import jpeg, resized
 
+from vrforge.builds.pickers import pick_all, picker_accuracy
 from vrforge.registry import get_task
 from vrforge.render import encode_png, rasterise
+from vrforge.schemas.tacit import meta_errors
 from vrforge.seeding import derive_seed, item_rng
 from vrforge.types import RejectedPuzzle
 
@@ -35,22 +34,14 @@ def rendered(task: str, difficulty: str):
     """(puzzle, {res: bare}, {res: solution}, [{res: distractor}] * 4) for seed 0."""
     spec = get_task(task)
     puzzle = first_puzzle(task, difficulty)
-    bare = rasterise(spec.draw(puzzle.meta, None), RESOLUTIONS)
-    solution = rasterise(spec.draw(puzzle.meta, puzzle.solution), RESOLUTIONS)
-    distractors = [rasterise(spec.draw(puzzle.meta, answer), RESOLUTIONS) for answer in puzzle.distractors]
+    bare = _arrays(spec.draw(puzzle.meta, None))
+    solution = _arrays(spec.draw(puzzle.meta, puzzle.solution))
+    distractors = [_arrays(spec.draw(puzzle.meta, answer)) for answer in puzzle.distractors]
     return puzzle, bare, solution, distractors
 
 
-def resized(rgb: np.ndarray, factor: float) -> np.ndarray:
-    image = Image.fromarray(rgb)
-    size = (round(image.width * factor), round(image.height * factor))
-    return np.asarray(image.resize(size, Image.Resampling.LANCZOS))
-
-
-def jpeg(rgb: np.ndarray, quality: int = 85) -> bytes:
-    buffer = io.BytesIO()
-    Image.fromarray(rgb).save(buffer, format="JPEG", quality=quality)
-    return buffer.getvalue()
+def _arrays(svg: str) -> dict[int, np.ndarray]:
+    return {res: np.asarray(image) for res, image in rasterise(svg, RESOLUTIONS).items()}
 
 
 def check_solution_robust(task: str, difficulty: str) -> None:
@@ -60,7 +51,7 @@ def check_solution_robust(task: str, difficulty: str) -> None:
     for res in RESOLUTIONS:
         assert spec.verify(puzzle.meta, solution[res]).passed, res
     base = solution[1024]
-    for variant in (resized(base, 0.9), resized(base, 1.1), jpeg(base), jpeg(solution[512])):
+    for variant in (resized(base, 0.9), resized(base, 1.1), jpeg(base, 85), jpeg(solution[512], 85)):
         verdict = spec.verify(puzzle.meta, variant)
         assert verdict.passed, verdict.reason
 
@@ -72,7 +63,7 @@ def check_distractors(task: str, difficulty: str) -> None:
     for name, raster in zip(puzzle.violations, distractors):
         for res in RESOLUTIONS:
             assert spec.verify(puzzle.meta, raster[res]).failed == [name], (name, res)
-        assert spec.verify(puzzle.meta, jpeg(raster[1024])).failed == [name], name
+        assert spec.verify(puzzle.meta, jpeg(raster[1024], 85)).failed == [name], name
     digests = {hashlib.sha256(r[512].tobytes()).hexdigest() for r in [solution, *distractors]}
     assert len(digests) == 5
 
@@ -109,7 +100,7 @@ def picker_rates(task: str, difficulty: str, count: int, width: int = 256) -> di
     choices, answers = [], []
     for index in range(count):
         puzzle = first_puzzle(task, difficulty, index)
-        rasters = [rasterise(spec.draw(puzzle.meta, option), (width,))[width] for option in puzzle.options()]
+        rasters = [np.asarray(rasterise(spec.draw(puzzle.meta, option), (width,))[width]) for option in puzzle.options()]
         choices.append(pick_all(rasters))
         answers.append(puzzle.answer_index)
     return picker_accuracy(choices, answers)

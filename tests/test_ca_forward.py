@@ -11,19 +11,19 @@ from _ca_testing import (
     picker_rates,
     solution_digest,
 )
+
 from vrforge.generators.tacit import ca_forward
+from vrforge.registry import get_task
 from vrforge.verifiers import ca_forward as verifier
 from vrforge.verifiers._ca_common import BLANK, decode, simulate, step
-
-from vrforge.registry import get_task
 
 DIFFICULTIES = ("easy", "medium", "hard")
 
 # sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
 SNAPSHOTS = {
-    "easy": "3da7672f8bfdcbedc5d86c1c6e5baf12eb747d404519c457e1d52732e53daf32",
-    "medium": "80a745b3db46546176df4277243a8c13d0f26e541ab7f2bdc5609ed3e637491d",
-    "hard": "de1c045d5d33cb3bd1eb7d706f64d0d0cd7de45809fe65557113fcbbb6624e19",
+    "easy": "58fdb241b741ae569c2473289290fac9aed329c362e2f30ef3bd2b5ad7d89ba2",
+    "medium": "8873cc2c517b12c5a2b59a2d81b5056890fda1e7a3cfa4569ee2398f2856bedf",
+    "hard": "09ae9c400e71fa7060e997a42101147b597761a10074f976b1ae79decb5101e2",
 }
 
 

@@ -11,19 +11,19 @@ from _ca_testing import (
     picker_rates,
     solution_digest,
 )
+
 from vrforge.generators.tacit import ca_inverse
+from vrforge.registry import get_task
 from vrforge.verifiers import ca_inverse as verifier
 from vrforge.verifiers._ca_common import BLANK, decode, neighbour_counts
-
-from vrforge.registry import get_task
 
 DIFFICULTIES = ("easy", "medium", "hard")
 
 # sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
 SNAPSHOTS = {
-    "easy": "6be7557017024468dcc6fc1b4b3a6ff403be044d4349b1f018380823243de937",
-    "medium": "dc6ffc274a415e8fad8544d08aab415f672cb19de27b29f3924f9c282b15bd31",
-    "hard": "14bba2b533abdcb819f004aced029aa2c1ad94dd6070970c860d4c6d4ab16e01",
+    "easy": "37f6a2149856ef325d9108c4b5fa3bbae857a6a700e09172a06dc2442a837db4",
+    "medium": "63e73c644f48390b8bce4789da340081f05d5abe495aa62bf2897996cf824c4b",
+    "hard": "f3f7101f725ce2742aa4eadf11a4ba614e0c8ed4428cbe228163c0348891ad13",
 }
 
 

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
 
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
+from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
 
 NEIGHBOURHOODS = {
     "von_neumann": ((-1, 0), (1, 0), (0, -1), (0, 1)),

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
+from vrforge.types import Verdict
 from vrforge.verifiers._ca_common import (
     BOUNDARIES,
     decode,
@@ -33,8 +35,6 @@ from vrforge.verifiers._ca_common import (
     simulate,
     single_entry_variants,
 )
-
-from vrforge.types import Verdict
 
 CHECKS = ("wrong_steps", "wrong_boundary", "wrong_rule", "wrong_cells")
 EXTRA_STEPS = 2  # step counts 0 .. steps + EXTRA_STEPS count as "another number of steps"

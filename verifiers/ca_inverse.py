@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
+from vrforge.types import Verdict
 from vrforge.verifiers._ca_common import (
     BLANK,
     decode,
@@ -35,8 +37,6 @@ from vrforge.verifiers._ca_common import (
     step,
     table_centres,
 )
-
-from vrforge.types import Verdict
 
 CHECKS = ("single_entry", "within_row", "within_column", "scattered")
 UNKNOWN = "."  # an empty entry in meta["given"]

@@ -12,6 +12,8 @@ grid (empty frame in ca_forward, the shown end state in ca_inverse). Below: the 
   show the neighbour count as dice pips (a hollow ring for zero), row headers a swatch of the
   current state; each entry is filled with the next state's colour (white = still to fill).
   Counted neighbours are the non-empty ones (state > 0; state 0 is the pale "empty" colour).
+
+All colours are at least 32 apart in RGB, so the crisp rasters encode as exact palette PNGs.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from itertools import product
 
 import numpy as np
 import svgwrite
-from vrforge.verifiers._ca_common import decode, max_count
 
 from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
+from vrforge.verifiers._ca_common import decode, max_count
 
 CELL = 20  # SVG units per grid cell
 MARGIN = 20
@@ -31,12 +33,12 @@ ARROW_W = 80
 TABLE_GAP = 16  # between the grids and the rule table
 HEADER_GAP = 6  # between the table headers and its entries
 
-STATE_COLOURS = ("#dde3e8", "#1565c0", "#f9a825")  # empty, blue, amber
-GHOST_COLOURS = ("#f0f3f5", "#9fc3ea", "#fcd992")  # the same, faded (wrap ring)
+STATE_COLOURS = ("#cfd8dc", "#1565c0", "#f9a825")  # empty, blue, amber
+GHOST_COLOURS = ("#e8ecef", "#9fc3ea", "#fcd992")  # the same, faded (wrap ring)
 PALETTE = {
     "background": "#ffffff",
     "line": "#78909c",
-    "ring_line": "#cfd8dc",
+    "ring_line": "#b0bec5",
     "ink": "#263238",
     "neighbour": "#90a4ae",
 }

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
-from vrforge.generators.tacit import _ca_common as common
-from vrforge.verifiers import ca_forward as verifier
-from vrforge.verifiers._ca_common import BOUNDARIES, NEIGHBOURHOODS, decode, encode, simulate
 
+from vrforge.generators.tacit import _ca_common as common
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
+from vrforge.verifiers import ca_forward as verifier
+from vrforge.verifiers._ca_common import BOUNDARIES, NEIGHBOURHOODS, decode, encode, simulate
 
 VERSION = "1.0.0"
 TABLE_CELL = 34

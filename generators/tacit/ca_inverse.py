@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from itertools import combinations, product
 
 import numpy as np
-from vrforge.generators.tacit import _ca_common as common
-from vrforge.verifiers import ca_inverse as verifier
-from vrforge.verifiers._ca_common import BLANK, BOUNDARIES, NEIGHBOURHOODS, decode, encode, max_count, neighbour_counts, step
 
+from vrforge.generators.tacit import _ca_common as common
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
+from vrforge.verifiers import ca_inverse as verifier
+from vrforge.verifiers._ca_common import BLANK, BOUNDARIES, NEIGHBOURHOODS, decode, encode, max_count, neighbour_counts, step
 
 VERSION = "1.0.0"
 TABLE_CELL = 34
