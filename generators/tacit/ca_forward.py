@@ -185,13 +185,14 @@ def _cell_candidates(end: np.ndarray, others: list[np.ndarray], states: int, rng
         for r, c in diff[keep]:
             partial[r, c] = end[r, c]
         out.append(partial)
-    # A plain slip (a few cells of the solution changed): here the solution is the centre,
+    # Plain slips (one or three cells of the solution changed): here the solution is the centre,
     # which the set choice needs now and then so that "never the medoid" gives nothing away.
-    slip = end.copy()
-    for flat in rng.choice(end.size, 3, replace=False).tolist():
-        r, c = divmod(flat, end.shape[1])
-        slip[r, c] = (slip[r, c] + 1 + int(rng.integers(states - 1))) % states
-    out.append(slip)
+    for size in (1, 3):
+        slip = end.copy()
+        for flat in rng.choice(end.size, size, replace=False).tolist():
+            r, c = divmod(flat, end.shape[1])
+            slip[r, c] = (slip[r, c] + 1 + int(rng.integers(states - 1))) % states
+        out.append(slip)
     return out
 
 
