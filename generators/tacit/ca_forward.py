@@ -10,10 +10,12 @@ Distractors, one per check of ``verifiers.ca_forward`` (each fails exactly that 
 the generator confirms with the verifier's own judge): the simulation with one step fewer or
 more (``wrong_steps``), with the other boundary (``wrong_boundary``), with one rule entry
 misread (``wrong_rule``), and a grid explained by none of these (``wrong_cells``): the
-cell-wise majority of the other three distractors, sometimes with part of it reverted to the
-solution. That last one shares its edits with the others (I-RAVEN), so the solution is not
-the centre of the option set; among candidate sets the generator keeps the one that gives the
-solution away to the fewest context-blind pickers.
+cell-wise majority of the other three distractors (possibly with part of it reverted to the
+solution), or the solution with one or three cells changed. The majority shares its edits with
+the others (I-RAVEN), so the solution need not be the centre of the option set. Among the
+candidate sets the generator takes one whose context-blind picker outcome matches a random
+target (each picker lands on the solution with probability ``_ca_common.PICKER_TARGET``): never landing on
+the solution would be a tell too.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ classifies the set of wrong entries by its shape): one wrong entry, several in o
 several in one column, several scattered. They share edits (I-RAVEN): all are drawn from a
 small pool of entries (an anchor, entries in its row and column, one elsewhere), each entry
 always getting the same wrong value, so the solution is not the centre of the options; the
-option set is chosen among all such combinations to give the solution away to as few
-context-blind pickers as possible.
+option set is chosen among all such combinations so that each context-blind picker lands on
+the solution only with a small random target probability (``_ca_common.least_revealing``).
 """
 
 from __future__ import annotations
