@@ -1,0 +1,204 @@
+"""Cellular automaton, inverse (domain: causal).
+
+The picture shows a start grid, the grid one step later (one pip on the arrow), the
+neighbourhood and boundary (as in ca_forward), and a rule table with some entries given and
+the rest empty. The answer is the table with every entry filled in.
+
+Uniqueness: the rule space shown is every table that agrees with the given entries. The
+start grid is drawn (best of a few random grids) to show as many (state, neighbour count)
+pairs as possible; exactly the pairs it shows are left empty, the others are given. One step
+of the automaton sets each cell from its own pair's entry alone, so the tables that produce
+the end grid are the per-entry products of consistent values, and each shown pair has
+exactly one (the state its cells take). ``verifiers.ca_inverse.consistent_values`` counts
+them; the generator rejects an instance unless every count is 1 (the tests also enumerate
+the whole space on small instances).
+
+Distractors are tables with wrong entries, one per check of ``verifiers.ca_inverse`` (which
+classifies the set of wrong entries by its shape): one wrong entry, several in one row,
+several in one column, several scattered. They share edits (I-RAVEN): all are drawn from a
+small pool of entries (an anchor, entries in its row and column, one elsewhere), each entry
+always getting the same wrong value, so the solution is not the centre of the options; the
+option set is chosen among all such combinations so that each context-blind picker lands on
+the solution only with a small random target probability (``_ca_common.least_revealing``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations, product
+
+import numpy as np
+
+from vrforge.generators.tacit import _ca_common as common
+from vrforge.registry import TaskSpec, register_task
+from vrforge.types import Puzzle, RejectedPuzzle
+from vrforge.verifiers import ca_inverse as verifier
+from vrforge.verifiers._ca_common import BLANK, BOUNDARIES, NEIGHBOURHOODS, decode, encode, max_count, neighbour_counts, step
+
+VERSION = "1.0.0"
+TABLE_CELL = 34
+TRIES = 30  # rule/grid draws per attempt before the attempt is rejected
+GRID_DRAWS = 6  # random start grids tried per rule, the one showing most pairs kept
+MAX_SETS = 2000  # option sets scored per puzzle
+
+
+@dataclass(frozen=True)
+class CaInverseConfig:
+    size: int
+    states: int
+    neighbourhood: str
+    min_unknown: int  # entries the solver must deduce
+
+    def validate(self) -> None:
+        if not 4 <= self.size <= 16:
+            raise ValueError(f"size must be in 4..16, got {self.size}")
+        if not 2 <= self.states <= len(common.STATE_COLOURS):
+            raise ValueError(f"states must be in 2..{len(common.STATE_COLOURS)}, got {self.states}")
+        if self.neighbourhood not in NEIGHBOURHOODS:
+            raise ValueError(f"neighbourhood must be one of {', '.join(NEIGHBOURHOODS)}, got {self.neighbourhood!r}")
+        entries = self.states * (max_count(self.neighbourhood) + 1)
+        if not 4 <= self.min_unknown <= entries:
+            raise ValueError(f"min_unknown must be in 4..{entries}, got {self.min_unknown}")
+
+
+DIFFICULTIES = {
+    "easy": CaInverseConfig(size=6, states=2, neighbourhood="von_neumann", min_unknown=7),
+    "medium": CaInverseConfig(size=8, states=2, neighbourhood="moore", min_unknown=12),
+    "hard": CaInverseConfig(size=10, states=3, neighbourhood="moore", min_unknown=17),
+}
+
+
+def _shown_pairs(start: np.ndarray, neighbourhood: str, boundary: str) -> set[tuple[int, int]]:
+    counts = neighbour_counts(start, neighbourhood, boundary)
+    return set(zip(start.ravel().tolist(), counts.ravel().tolist()))
+
+
+def _meta(config: CaInverseConfig, start: np.ndarray, end: np.ndarray, given: np.ndarray, boundary: str) -> dict:
+    return {
+        "task": "ca_inverse",
+        "size": config.size,
+        "states": config.states,
+        "neighbourhood": config.neighbourhood,
+        "boundary": boundary,
+        "steps": 1,
+        "given": ["".join(verifier.UNKNOWN if v == BLANK else str(int(v)) for v in row) for row in given],
+        "start": encode(start),
+        "end": encode(end),
+        "layout": common.layout(config.size, config.states, config.neighbourhood, TABLE_CELL),
+        "palette": common.palette(config.states),
+    }
+
+
+def generate(config: CaInverseConfig, rng: np.random.Generator) -> Puzzle:
+    for _ in range(TRIES):
+        rule = common.random_rule(rng, config.states, config.neighbourhood)
+        boundary = BOUNDARIES[int(rng.integers(2))]
+        grids = [common.random_grid(rng, config.size, config.states, float(rng.uniform(0.3, 0.6))) for _ in range(GRID_DRAWS)]
+        shown = [_shown_pairs(g, config.neighbourhood, boundary) for g in grids]
+        best = max(range(GRID_DRAWS), key=lambda i: (len(shown[i]), -i))
+        start, pairs = grids[best], shown[best]
+        end = step(start, rule, config.neighbourhood, boundary)
+        live = float((end > 0).mean())
+        if len(pairs) < config.min_unknown or not 0.15 <= live <= 0.85 or np.array_equal(start, end):
+            continue
+        given = rule.copy()
+        for s, c in pairs:
+            given[s, c] = BLANK
+        meta = _meta(config, start, end, given, boundary)
+        if not (verifier.consistent_values(meta) == 1).all() or not np.array_equal(verifier.deduce(meta), rule):
+            continue  # cannot happen by construction; kept as the uniqueness proof
+        chosen = _distractors(meta, rule, sorted(pairs), rng)
+        if chosen is not None:
+            break
+    else:
+        raise RejectedPuzzle(f"no rule and start grid with a unique answer and all distractor kinds in {TRIES} draws")
+
+    order = rng.permutation(4).tolist()
+    distractors = tuple(encode(chosen[i][1]) for i in order)
+    violations = tuple(chosen[i][0] for i in order)
+    stats = {
+        "cells": float(config.size**2),
+        "states": float(config.states),
+        "rule_entries": float(rule.size),
+        "unknown_entries": float(len(pairs)),
+    }
+    return Puzzle(meta=meta, solution=encode(rule), distractors=distractors, violations=violations,
+                  answer_index=int(rng.integers(5)), stats=stats)
+
+
+def _kind(edits: tuple[tuple[int, int], ...]) -> str:
+    rows = {r for r, _ in edits}
+    cols = {c for _, c in edits}
+    if len(edits) == 1:
+        return "single_entry"
+    if len(rows) == 1:
+        return "within_row"
+    if len(cols) == 1:
+        return "within_column"
+    return "scattered"
+
+
+def _distractors(meta: dict, rule: np.ndarray, unknown: list[tuple[int, int]],
+                 rng: np.random.Generator) -> list[tuple[str, np.ndarray]] | None:
+    """One table per check, built from a shared pool of edited entries; None if impossible."""
+    states = meta["states"]
+    wrong = {e: (int(rule[e]) + 1 + int(rng.integers(states - 1))) % states for e in unknown}
+    anchors = [e for e in unknown if any(o[0] == e[0] and o != e for o in unknown) and any(o[1] == e[1] and o != e for o in unknown)]
+    if not anchors:
+        return None
+    anchor = anchors[int(rng.integers(len(anchors)))]
+    row_mates = [e for e in unknown if e[0] == anchor[0] and e != anchor]
+    col_mates = [e for e in unknown if e[1] == anchor[1] and e != anchor]
+    pool = [anchor]
+    for group, take in ((row_mates, 2), (col_mates, 2)):
+        picks = rng.permutation(len(group))[:take].tolist()
+        pool += [group[i] for i in sorted(picks)]
+    others = [e for e in unknown if e not in pool]
+    if others:
+        pool.append(others[int(rng.integers(len(others)))])
+
+    by_kind: dict[str, list[np.ndarray]] = {name: [] for name in verifier.CHECKS}
+    for size in (1, 2, 3):
+        for edits in combinations(pool, size):
+            table = rule.copy()
+            for e in edits:
+                table[e] = wrong[e]
+            by_kind[_kind(edits)].append(table)
+    if any(not tables for tables in by_kind.values()):
+        return None
+    sets = list(product(*(range(len(by_kind[name])) for name in verifier.CHECKS)))
+    if len(sets) > MAX_SETS:
+        sets = [sets[i] for i in sorted(rng.choice(len(sets), MAX_SETS, replace=False).tolist())]
+    grey = common.luminance(meta["palette"]["states"])
+    tables = [rule] + [t for name in verifier.CHECKS for t in by_kind[name]]
+    features = np.stack([grey[t].ravel() for t in tables])
+    offsets = np.cumsum([1] + [len(by_kind[name]) for name in verifier.CHECKS])[:-1]
+    index = np.asarray(sets, dtype=np.int64) + offsets[None, :]
+    index = np.concatenate([np.zeros((len(sets), 1), dtype=np.int64), index], axis=1)
+    best = sets[common.least_revealing(features, index, rng)]
+    out = [(name, by_kind[name][i]) for name, i in zip(verifier.CHECKS, best)]
+    for name, table in out:  # the verifier's own judge confirms each distractor's violation
+        if [k for k, ok in verifier.judge(meta, table, rule).items() if not ok] != [name]:
+            return None
+    return out
+
+
+def draw(meta: dict, answer: list[str] | None) -> str:
+    """The puzzle SVG; ``answer`` (table rows) fills the rule table."""
+    table = verifier.given_table(meta) if answer is None else decode(answer)
+    return common.draw_scene(meta, decode(meta["end"]), table)
+
+
+register_task(
+    TaskSpec(
+        name="ca_inverse",
+        domain="causal",
+        version=VERSION,
+        checks=verifier.CHECKS,
+        difficulties=DIFFICULTIES,
+        generate=generate,
+        draw=draw,
+        verify=verifier.verify,
+        description="Cellular automaton: from a start grid and the grid one step later, fill in the rule table's empty entries.",
+    )
+)

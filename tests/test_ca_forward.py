@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _ca_testing import (
+    check_bad_images,
+    check_determinism,
+    check_distractors,
+    check_solution_robust,
+    first_puzzle,
+    picker_rates,
+    solution_digest,
+)
+
+from vrforge.generators.tacit import ca_forward
+from vrforge.registry import get_task
+from vrforge.verifiers import ca_forward as verifier
+from vrforge.verifiers._ca_common import BLANK, decode, simulate, step
+
+DIFFICULTIES = ("easy", "medium", "hard")
+
+# sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
+SNAPSHOTS = {
+    "easy": "58fdb241b741ae569c2473289290fac9aed329c362e2f30ef3bd2b5ad7d89ba2",
+    "medium": "8873cc2c517b12c5a2b59a2d81b5056890fda1e7a3cfa4569ee2398f2856bedf",
+    "hard": "09ae9c400e71fa7060e997a42101147b597761a10074f976b1ae79decb5101e2",
+}
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_solution_passes_at_every_resolution_resize_and_jpeg(difficulty):
+    check_solution_robust("ca_forward", difficulty)
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_each_distractor_fails_exactly_its_check(difficulty):
+    check_distractors("ca_forward", difficulty)
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_blank_noise_and_broken_images_rejected(difficulty):
+    check_bad_images("ca_forward", difficulty)
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_same_seed_same_svg(difficulty):
+    check_determinism("ca_forward", difficulty)
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_snapshot(difficulty):
+    assert solution_digest("ca_forward", difficulty) == SNAPSHOTS[difficulty]
+
+
+def test_registered_with_its_checks():
+    spec = get_task("ca_forward")
+    assert spec.domain == "causal" and spec.checks == verifier.CHECKS
+
+
+def test_game_of_life_blinker():
+    # Conway's life as an outer-totalistic table: birth on 3, survival on 2 or 3.
+    life = np.zeros((2, 9), dtype=np.int64)
+    life[0, 3] = life[1, 2] = life[1, 3] = 1
+    grid = np.zeros((5, 5), dtype=np.int64)
+    grid[2, 1:4] = 1
+    vertical = step(grid, life, "moore", "fixed")
+    assert vertical[1:4, 2].tolist() == [1, 1, 1] and vertical.sum() == 3
+    assert np.array_equal(simulate(grid, life, "moore", "toroidal", 2), grid)
+    # At the edge the boundary matters: a blinker across the wrap survives only on a torus.
+    edge = np.zeros((5, 5), dtype=np.int64)
+    edge[0, 1:4] = 1
+    assert step(edge, life, "moore", "toroidal").sum() == 3
+    assert step(edge, life, "moore", "fixed").sum() == 2
+
+
+def _wrong_answers(meta):
+    start, rule = decode(meta["start"]), decode(meta["rule"])
+    nb, boundary, steps = meta["neighbourhood"], meta["boundary"], meta["steps"]
+    other = "fixed" if boundary == "toroidal" else "toroidal"
+    variant = rule.copy()
+    variant[0, 0] = 1 - variant[0, 0] if variant[0, 0] < 2 else 0
+    return {
+        "wrong_steps": simulate(start, rule, nb, boundary, steps + 1),
+        "wrong_boundary": simulate(start, rule, nb, other, steps),
+        "wrong_rule": simulate(start, variant, nb, boundary, steps),
+    }
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_each_violation_rejected(index):
+    puzzle = first_puzzle("ca_forward", DIFFICULTIES[index % 3], index)
+    meta = puzzle.meta
+    truth = verifier.truth(meta)
+    assert np.array_equal(truth, decode(puzzle.solution))
+    assert all(verifier.judge(meta, truth).values())
+    for name, grid in _wrong_answers(meta).items():
+        if not np.array_equal(grid, truth):
+            assert name in [k for k, ok in verifier.judge(meta, grid).items() if not ok]
+    blank = np.full_like(truth, BLANK)
+    assert [k for k, ok in verifier.judge(meta, blank).items() if not ok] == ["wrong_cells"]
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_only_the_simulated_grid_passes(difficulty):
+    """Uniqueness: the simulation is deterministic, and any single-cell change is caught."""
+    puzzle = first_puzzle("ca_forward", difficulty, 3)
+    truth = verifier.truth(puzzle.meta)
+    index = verifier.explanation_index(puzzle.meta)
+    states = puzzle.meta["states"]
+    for r in range(truth.shape[0]):
+        for c in range(truth.shape[1]):
+            for value in range(states):
+                if value != truth[r, c]:
+                    changed = truth.copy()
+                    changed[r, c] = value
+                    checks = verifier.judge(puzzle.meta, changed, index=index, expected=truth)
+                    assert sum(not ok for ok in checks.values()) >= 1
+
+
+def test_config_validation():
+    with pytest.raises(ValueError):
+        ca_forward.CaForwardConfig(size=6, states=4, neighbourhood="moore", min_steps=1, max_steps=2).validate()
+    with pytest.raises(ValueError):
+        ca_forward.CaForwardConfig(size=6, states=2, neighbourhood="hex", min_steps=1, max_steps=2).validate()
+    with pytest.raises(ValueError):
+        ca_forward.CaForwardConfig(size=6, states=2, neighbourhood="moore", min_steps=3, max_steps=2).validate()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_context_blind_pickers_near_chance(difficulty):
+    rates = picker_rates("ca_forward", difficulty, 200)
+    assert all(rate <= 0.30 for rate in rates.values()), rates
