@@ -215,5 +215,6 @@ register_task(
         draw=draw,
         verify=verifier.verify,
         description="Cellular automaton: fill the empty frame with the grid after the shown number of steps of the drawn rule.",
+        difficulty_stat="cells",
     )
 )

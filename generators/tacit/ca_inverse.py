@@ -200,5 +200,6 @@ register_task(
         draw=draw,
         verify=verifier.verify,
         description="Cellular automaton: from a start grid and the grid one step later, fill in the rule table's empty entries.",
+        difficulty_stat="unknown_entries",
     )
 )
