@@ -31,6 +31,7 @@ test-all: install
 
 bench: install
 	$(BIN)/python -m vrforge.bench.build_throughput
+	$(BIN)/python -m vrforge.bench.tasks --workers $(WORKERS)
 
 lint: install
 	$(BIN)/ruff check .

@@ -1,0 +1,94 @@
+"""Per task and difficulty: generation time and the context-blind shortcut, in one run.
+
+For N puzzles per difficulty it times generate + draw, counts rejected attempts, renders
+the five options at 256 px and records what the three context-blind pickers (medoid,
+closest to the pixel mean, odd one out) choose. The baseline is chance (0.20); the limit is
+0.30.
+
+    python -m vrforge.bench.tasks --puzzles 200 --workers 2
+
+writes bench/results/tasks.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import time
+from pathlib import Path
+
+from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
+from vrforge.registry import DIFFICULTIES, all_tasks, get_task
+from vrforge.render import rasterise
+from vrforge.seeding import derive_seed, item_rng
+from vrforge.types import RejectedPuzzle
+
+PICKER_LIMIT = 0.30
+CHANCE = 0.20
+SEED = 4242
+MAX_ATTEMPTS = 25
+
+
+def measure(job: tuple[str, str, int]) -> dict:
+    task, difficulty, index = job
+    spec = get_task(task)
+    rejected = 0
+    started = time.perf_counter()
+    for attempt in range(MAX_ATTEMPTS):
+        try:
+            puzzle = spec.generate(spec.config(difficulty), item_rng(derive_seed(SEED, task, difficulty, index, attempt)))
+            break
+        except RejectedPuzzle:
+            rejected += 1
+    else:
+        raise RuntimeError(f"{task} {difficulty} {index}: every attempt rejected")
+    svgs = [spec.draw(puzzle.meta, option) for option in puzzle.options()]
+    seconds = time.perf_counter() - started
+    options = [rasterise(svg, (256,))[256] for svg in svgs]
+    return {"seconds": seconds, "rejected": rejected, "picks": pick_all(options), "answer": puzzle.answer_index}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--puzzles", type=int, default=200, help="puzzles per task and difficulty")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--tasks", nargs="*", help="default: every registered task")
+    parser.add_argument("--out", default="bench/results/tasks.json")
+    args = parser.parse_args(argv)
+    tasks = args.tasks or [spec.name for spec in all_tasks()]
+    jobs = [(t, d, i) for t in tasks for d in DIFFICULTIES for i in range(args.puzzles)]
+    with multiprocessing.get_context("forkserver").Pool(args.workers) as pool:
+        results = pool.map(measure, jobs, chunksize=8)
+    report: dict = {"puzzles_per_difficulty": args.puzzles, "chance": CHANCE, "limit": PICKER_LIMIT, "tasks": {}}
+    passed = True
+    for task in tasks:
+        entry = {}
+        for difficulty in DIFFICULTIES:
+            rows = [r for (t, d, _), r in zip(jobs, results) if t == task and d == difficulty]
+            accuracy = picker_accuracy([r["picks"] for r in rows], [r["answer"] for r in rows])
+            passed &= all(accuracy[name] <= PICKER_LIMIT for name in PICKERS)
+            times = [r["seconds"] for r in rows]
+            entry[difficulty] = {
+                "pickers": {k: round(v, 3) for k, v in accuracy.items()},
+                "pickers_vs_chance": {k: round(v / CHANCE, 2) for k, v in accuracy.items()},
+                "generate_draw_mean_s": round(sum(times) / len(times), 4),
+                "generate_draw_max_s": round(max(times), 4),
+                "rejected_attempts": sum(r["rejected"] for r in rows),
+            }
+        report["tasks"][task] = entry
+    report["passed"] = passed
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    for task, entry in report["tasks"].items():
+        for difficulty, row in entry.items():
+            p = row["pickers"]
+            print(f"{task:<18} {difficulty:<6} medoid {p['medoid']:.3f} mean {p['closest_to_mean']:.3f} "
+                  f"odd {p['odd_one_out']:.3f}  gen {row['generate_draw_mean_s'] * 1000:6.1f} ms "
+                  f"(max {row['generate_draw_max_s'] * 1000:6.1f})  rejected {row['rejected_attempts']}")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
