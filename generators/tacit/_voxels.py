@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 from vrforge.verifiers.sampling import hex_to_rgb
-from vrforge.verifiers.voxels import LEFT, RIGHT, SQRT3_2, TOP, is_connected, lattice, render
+from vrforge.verifiers.voxels import LEFT, RIGHT, SQRT3_2, TOP, interpretations, is_connected, lattice, render
 
 from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
+from vrforge.types import RejectedPuzzle
 
 WIDTH = HEIGHT = 400
 PANEL = 200
@@ -91,6 +92,18 @@ def random_solid(n: int, columns: tuple[int, int], rng: np.random.Generator) -> 
         if heights[y][x] >= 2:  # back to front, so the column behind is final
             heights[y][x] = min(heights[y][x], max(1, heights[y - 1][x - 1]))
     assert is_connected(heights)
+    return heights
+
+
+def drawable_solid(n: int, columns: tuple[int, int], rng: np.random.Generator) -> list[list[int]]:
+    """A random solid whose isometric drawing shows exactly one solid (proved by the solver),
+    at least two cubes tall; raises RejectedPuzzle otherwise."""
+    heights = random_solid(n, columns, rng)
+    if max(map(max, heights)) < 2:
+        raise RejectedPuzzle("flat solid")
+    search = interpretations(n, render(heights)[0], limit=2)
+    if len(search.solutions) != 1 or search.truncated:
+        raise RejectedPuzzle("the drawing shows more than one solid")
     return heights
 
 
@@ -210,7 +223,8 @@ def luminance(colour: str) -> float:
     return 0.299 * r + 0.587 * g + 0.114 * b
 
 
-def least_revealing(vectors: np.ndarray, names: Sequence[str], rng: np.random.Generator, margin: float = 0.0) -> list[int]:
+def least_revealing(vectors: np.ndarray, names: Sequence[str], rng: np.random.Generator, margin: float = 0.0,
+                    rates: tuple[float, float] = (0.15, 0.2)) -> list[int]:
     """Choose four distractors (rows 1.. of ``vectors``; row 0 is the solution) so that the
     context-blind pickers (the medoid, the option nearest the mean, the odd one out) find
     the solution about as often as chance. ``vectors`` stand in for the option pictures (one
@@ -240,7 +254,7 @@ def least_revealing(vectors: np.ndarray, names: Sequence[str], rng: np.random.Ge
     closest = (near_mean[:, 0] <= near_mean[:, 1:].min(axis=1) + margin, near_mean[:, 0] < near_mean[:, 1:].min(axis=1) - margin)
     odd = (totals[:, 0] >= totals[:, 1:].max(axis=1) - margin, totals[:, 0] > totals[:, 1:].max(axis=1) + margin)
     draw = float(rng.random())  # medoid and nearest-the-mean go together; the odd one out is their opposite
-    pattern = (True, True, False) if draw < 0.15 else (False, False, True) if draw < 0.35 else (False, False, False)
+    pattern = (True, True, False) if draw < rates[0] else (False, False, True) if draw < sum(rates) else (False, False, False)
     realised = np.ones(len(subsets), dtype=bool)
     for want, (loose, clear) in zip(pattern, (medoid, closest, odd)):
         realised &= clear if want else ~loose
