@@ -25,12 +25,13 @@ from dataclasses import dataclass
 import numpy as np
 from vrforge.generators.tacit import _voxels
 from vrforge.verifiers import ortho_projection as verifier
-from vrforge.verifiers.voxels import VIEWS, interpretations, projections, render
+from vrforge.verifiers.voxels import VIEWS, projections, render
 
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
 
 VERSION = "1.0.0"
+POOL = 12
 Grid = list[str]
 
 
@@ -99,14 +100,9 @@ def _mistakes(view: str, grid: Grid, h: np.ndarray, rng: np.random.Generator) ->
 
 def generate(config: OrthoConfig, rng: np.random.Generator) -> Puzzle:
     n = config.size
-    heights = _voxels.random_solid(n, (config.min_columns, config.max_columns), rng)
+    heights = _voxels.drawable_solid(n, (config.min_columns, config.max_columns), rng)
     h = np.asarray(heights)
-    if h.max() < 2:
-        raise RejectedPuzzle("flat solid")
     labels, _ = render(heights)
-    search = interpretations(n, labels, limit=2)
-    if len(search.solutions) != 1 or search.truncated:
-        raise RejectedPuzzle("the drawing shows more than one solid")
     views = projections(heights)
     meta = {
         "task": "ortho_projection",
@@ -117,27 +113,35 @@ def generate(config: OrthoConfig, rng: np.random.Generator) -> Puzzle:
         "palette": dict(_voxels.PALETTE),
     }
 
-    # Candidate wrong grids: first-level mistakes, then a second mistake on top of one.
+    # Candidate wrong grids: first-level mistakes, and families of a mistake with further
+    # mistakes made on top of it (distractors that share an edit).
     candidates: list[tuple[str, dict[str, Grid]]] = []
+    families: list[list[int]] = []
     seen = {tuple(tuple(views[v]) for v in VIEWS)}
 
-    def add(view: str, grid: Grid) -> None:
+    def add(view: str, grid: Grid) -> int | None:
         option = {**views, view: grid}
         key = tuple(tuple(option[v]) for v in VIEWS)
-        if key not in seen and verifier.judge(meta, option) == {c: c != f"{view}_view" for c in verifier.CHECKS}:
-            seen.add(key)
-            candidates.append((f"{view}_view", option))
+        if key in seen or verifier.judge(meta, option) != {c: c != f"{view}_view" for c in verifier.CHECKS}:
+            return None
+        seen.add(key)
+        candidates.append((f"{view}_view", option))
+        return len(candidates) - 1
 
     for view in VIEWS:
         first = _mistakes(view, views[view], h, rng)
-        for grid in first:
-            add(view, grid)
-        for k in rng.permutation(len(first))[:3].tolist():
+        added = [add(view, grid) for grid in first]
+        for k in rng.permutation(len(first))[:2].tolist():
             second = _mistakes(view, first[k], h, rng)
-            for j in rng.permutation(len(second))[:2].tolist():
-                add(view, second[j])
+            family = [added[k]] + [add(view, second[j]) for j in rng.permutation(len(second))[:5].tolist()]
+            families.append([i for i in family if i is not None])
     if len(candidates) < 4:
         raise RejectedPuzzle("too few distinct mistakes")
+    # At most POOL candidates (every set of four of them is then scored): one whole family, the rest at random.
+    family = families[int(rng.integers(len(families)))] if families else []
+    rest = [i for i in rng.permutation(len(candidates)).tolist() if i not in family]
+    keep = sorted((family + rest)[:POOL])
+    candidates = [candidates[i] for i in keep]
     options = [views] + [option for _, option in candidates]
     shade = {v: _voxels.luminance(_voxels.PALETTE[_voxels.VIEW_SHADE[v]]) for v in VIEWS}
     vectors = np.asarray([np.concatenate([np.where(_from_grid(o[v]).ravel(), shade[v], 255.0) for v in VIEWS]) for o in options])
