@@ -41,7 +41,7 @@ EMPTY, TOP, LEFT, RIGHT = 0, 1, 2, 3
 FACE_KEYS = ("top", "left", "right")  # palette keys of the three face shades
 VIEWS = ("top", "front", "side")
 SQRT3_2 = math.sqrt(3) / 2
-NODE_LIMIT = 200_000  # search nodes before a read-back gives up (only adversarial pictures get near)
+NODE_LIMIT = 20_000  # search nodes before a read-back gives up (generated drawings need < 1,000)
 
 Heights = list[list[int]]
 
