@@ -1,0 +1,150 @@
+"""Isometric reconstruction (domain: geometry).
+
+The puzzle shows the top, front and side views of a solid of unit cubes stacked on an n x n
+floor (third-angle layout, a glyph by each grid shows the viewing direction, filled cells
+in the shade of the faces that view sees) and an empty isometric floor. The answer draws,
+on that floor, a solid with those three views. Several solids usually share three views;
+the verifier reads the drawn solid back from the isometric lattice and accepts every one
+whose views match (see verifiers/iso_reconstruction.py), not only the reference drawing.
+
+The reference solid is drawn unambiguously (the shared solver finds exactly one solid in
+its drawing). Distractors are solids that get exactly one view wrong: they come from a
+random walk of single-column edits (raise, lower, add or remove a column) that starts at
+the reference and also continues from earlier distractors, so distractors share edits; a
+candidate is kept when the verifier's own judge, run on its drawing, fails exactly one
+check. The four are chosen so that the solution is neither the medoid, nor nearest the
+mean, nor the odd one out of the five pictures more often than chance (I-RAVEN).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from vrforge.generators.tacit import _voxels
+from vrforge.verifiers import iso_reconstruction as verifier
+from vrforge.verifiers.voxels import EMPTY, VIEWS, is_connected, lattice, projections, render
+
+from vrforge.registry import TaskSpec, register_task
+from vrforge.types import Puzzle, RejectedPuzzle
+
+VERSION = "1.0.0"
+WALK_STEPS = 160
+POOL_TARGET = 10
+
+
+@dataclass(frozen=True)
+class IsoConfig:
+    size: int
+    min_columns: int
+    max_columns: int
+
+    def validate(self) -> None:
+        if not 2 <= self.size <= 6:
+            raise ValueError(f"size must be in 2..6, got {self.size}")
+        if not 2 <= self.min_columns <= self.max_columns <= self.size**2:
+            raise ValueError("need 2 <= min_columns <= max_columns <= size^2")
+
+
+DIFFICULTIES = {
+    "easy": IsoConfig(size=3, min_columns=4, max_columns=6),
+    "medium": IsoConfig(size=4, min_columns=6, max_columns=10),
+    "hard": IsoConfig(size=5, min_columns=9, max_columns=15),
+}
+
+
+def _grey_vector(n: int, labels: np.ndarray) -> np.ndarray:
+    """Grey level of every triangle of the isometric panel: a stand-in for the option picture."""
+    lat = lattice(n)
+    palette = _voxels.PALETTE
+    floor = np.zeros(lat.size, dtype=bool)
+    floor[[lat.index(x, y, t) for x in range(n) for y in range(n) for t in (0, 1)]] = True
+    grey = np.where(floor, _voxels.luminance(palette["floor"]), _voxels.luminance(palette["background"]))
+    for label, key in _voxels.LABEL_KEY.items():
+        grey = np.where(labels == label, _voxels.luminance(palette[key]), grey)
+    return grey[lat.sampled]
+
+
+def generate(config: IsoConfig, rng: np.random.Generator) -> Puzzle:
+    n = config.size
+    heights = _voxels.drawable_solid(n, (config.min_columns, config.max_columns), rng)
+    views = projections(heights)
+    labels, _ = render(heights)
+    meta = {
+        "task": "iso_reconstruction",
+        "size": n,
+        "views": views,
+        "heights": heights,
+        "layout": _voxels.layout(n),
+        "palette": dict(_voxels.PALETTE),
+    }
+
+    pool: list[tuple[str, list[list[int]], np.ndarray]] = []
+    seen = {labels.tobytes()}
+    for _ in range(WALK_STEPS):
+        if len(pool) >= POOL_TARGET:
+            break
+        k = int(rng.integers(len(pool) + 1))
+        base = heights if k == 0 else pool[k - 1][1]
+        x, y = int(rng.integers(n)), int(rng.integers(n))
+        new = int(rng.integers(n + 1))
+        if new == base[y][x]:
+            continue
+        candidate = [row[:] for row in base]
+        candidate[y][x] = new
+        if not is_connected(candidate):
+            continue
+        drawn = projections(candidate)
+        wrong = [v for v in VIEWS if drawn[v] != views[v]]
+        if len(wrong) != 1:
+            continue
+        cand_labels, _ = render(candidate)
+        if cand_labels.tobytes() in seen:
+            continue
+        checks, _ = verifier.judge(meta, cand_labels)
+        failed = [name for name, ok in checks.items() if not ok]
+        if failed != [f"{wrong[0]}_mismatch"]:
+            continue
+        seen.add(cand_labels.tobytes())
+        pool.append((failed[0], candidate, cand_labels))
+    if len(pool) < 4:
+        raise RejectedPuzzle("too few distractor solids")
+    vectors = np.asarray([_grey_vector(n, labels)] + [_grey_vector(n, lab) for _, _, lab in pool])
+    chosen = _voxels.least_revealing(vectors, [name for name, _, _ in pool], rng, margin=20.0)
+    distractors = [pool[i] for i in chosen]
+
+    h = np.asarray(heights)
+    stats = {
+        "cubes": float(h.sum()),
+        "columns": float((h > 0).sum()),
+        "max_height": float(h.max()),
+        "visible_unit_faces": float((labels != EMPTY).sum() / 2),
+    }
+    return Puzzle(
+        meta=meta,
+        solution=heights,
+        distractors=tuple(candidate for _, candidate, _ in distractors),
+        violations=tuple(name for name, _, _ in distractors),
+        answer_index=int(rng.integers(5)),
+        stats=stats,
+    )
+
+
+def draw(meta: dict, answer: list[list[int]] | None) -> str:
+    """The three views and the floor, with the solid ``answer`` (heights[y][x]) drawn on it."""
+    return _voxels.draw_scene(meta, heights=answer, views=meta["views"])
+
+
+register_task(
+    TaskSpec(
+        name="iso_reconstruction",
+        domain="geometry",
+        version=VERSION,
+        checks=verifier.CHECKS,
+        difficulties=DIFFICULTIES,
+        generate=generate,
+        draw=draw,
+        verify=verifier.verify,
+        description="Isometric reconstruction: draw, on the isometric floor, a solid of stacked cubes with the three given views.",
+    )
+)

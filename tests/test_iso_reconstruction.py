@@ -1,0 +1,212 @@
+"""Isometric reconstruction: generator, drawing and verifier (every solid with the views passes)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+from helpers import jpeg, noise, resized
+from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
+from vrforge.generators.tacit import _voxels
+from vrforge.schemas.tacit import meta_errors
+from vrforge.verifiers import iso_reconstruction as verifier
+from vrforge.verifiers import voxels
+
+from vrforge.registry import get_task
+from vrforge.render import encode_png, rasterise
+from vrforge.seeding import derive_seed, item_rng
+from vrforge.types import RejectedPuzzle
+
+TASK = "iso_reconstruction"
+SPEC = get_task(TASK)
+
+
+def make(difficulty: str, index: int = 0, seed: int = 0):
+    for attempt in range(25):
+        try:
+            return SPEC.generate(SPEC.config(difficulty), item_rng(derive_seed(seed, TASK, difficulty, index, attempt)))
+        except RejectedPuzzle:
+            continue
+    raise AssertionError("no puzzle")
+
+
+def png(meta, answer, width: int = 512):
+    return rasterise(SPEC.draw(meta, answer), (width,))[width]
+
+
+def other_solids_with_the_same_views(heights):
+    """Every solid one column edit away from ``heights`` with the same three views."""
+    n, views, out = len(heights), voxels.projections(heights), []
+    for y in range(n):
+        for x in range(n):
+            for h in range(n + 1):
+                if h != heights[y][x]:
+                    other = [row[:] for row in heights]
+                    other[y][x] = h
+                    if voxels.projections(other) == views:
+                        out.append(other)
+    return out
+
+
+@pytest.fixture(scope="module", params=["easy", "medium", "hard"])
+def puzzle(request):
+    return make(request.param)
+
+
+def test_meta_matches_its_schema(puzzle):
+    assert meta_errors(TASK, puzzle.meta) == []
+    assert meta_errors(TASK, {**puzzle.meta, "heights": "tall"}) != []
+
+
+def test_reference_solid_has_the_views_and_an_unambiguous_drawing(puzzle):
+    meta = puzzle.meta
+    assert voxels.projections(puzzle.solution) == meta["views"] and voxels.is_connected(puzzle.solution)
+    search = voxels.interpretations(meta["size"], voxels.render(puzzle.solution)[0], limit=5)
+    assert search.solutions == [puzzle.solution]
+
+
+@pytest.mark.parametrize("width", [512, 1024, 2048])
+def test_solution_passes_at_every_resolution_and_matches_the_reference(puzzle, width):
+    verdict = SPEC.verify(puzzle.meta, png(puzzle.meta, puzzle.solution, width))
+    assert verdict.passed, verdict.reason
+    assert verdict.details["heights"] == puzzle.solution
+    assert verdict.details["ssim"] == pytest.approx(1.0)
+    assert verifier.verify(puzzle.meta, png(puzzle.meta, puzzle.solution, width), strict=True).passed
+
+
+@pytest.mark.parametrize("degrade", ["shrink", "grow", "jpeg", "png-bytes"])
+def test_solution_survives_resizing_and_compression(puzzle, degrade):
+    image = png(puzzle.meta, puzzle.solution)
+    degraded = {"shrink": lambda: resized(image, 0.9), "grow": lambda: resized(image, 1.1),
+                "jpeg": lambda: jpeg(image, 85), "png-bytes": lambda: encode_png(image)}[degrade]()
+    assert SPEC.verify(puzzle.meta, degraded).passed
+
+
+def test_strict_mode_needs_the_reference_pixels(puzzle):
+    image = jpeg(png(puzzle.meta, puzzle.solution), 85)
+    lenient, strict = SPEC.verify(puzzle.meta, image), verifier.verify(puzzle.meta, image, strict=True)
+    assert lenient.passed and 0.95 < lenient.details["ssim"] < verifier.STRICT_SSIM
+    assert strict.failed == [verifier.STRICT_CHECK]
+
+
+def test_every_solid_with_the_views_passes_not_only_the_reference():
+    tried = 0
+    for difficulty in ("easy", "medium", "hard"):
+        p = make(difficulty, 1)
+        for other in other_solids_with_the_same_views(p.solution)[:3]:
+            image = png(p.meta, other, 1024)
+            verdict = SPEC.verify(p.meta, image)
+            assert verdict.passed, (other, verdict.reason)
+            assert verdict.details["ssim"] < verifier.STRICT_SSIM
+            assert verifier.verify(p.meta, image, strict=True).failed == [verifier.STRICT_CHECK]
+            tried += 1
+    assert tried >= 3
+
+
+def test_a_drawing_that_hides_a_required_column_passes():
+    # Views need cube (0,0,0), which sits exactly behind cube (1,1,1): a drawing without it
+    # shows the same picture, so it is a drawing of a solid with those views.
+    heights = [[1, 0], [0, 2]]
+    meta = {"size": 2, "views": voxels.projections(heights)}
+    checks, details = verifier.judge(meta, voxels.render([[0, 0], [0, 2]])[0])
+    assert all(checks.values()) and details["solids"] == "several"
+    checks, _ = verifier.judge(meta, voxels.render([[0, 0], [0, 1]])[0])
+    assert not all(checks.values())
+
+
+def test_each_violation_is_named():
+    found = set()
+    for index in range(4):
+        p = make("medium", index)
+        n, views = p.meta["size"], p.meta["views"]
+        for y in range(n):
+            for x in range(n):
+                for h in range(n + 1):
+                    other = [row[:] for row in p.solution]
+                    other[y][x] = h
+                    drawn = voxels.projections(other)
+                    wrong = [v for v in voxels.VIEWS if drawn[v] != views[v]]
+                    labels = voxels.render(other)[0]
+                    if len(wrong) == 1 and len(voxels.interpretations(n, labels, limit=2).solutions) == 1:
+                        checks, _ = verifier.judge(p.meta, labels)
+                        assert [k for k, ok in checks.items() if not ok] == [f"{wrong[0]}_mismatch"]
+                        found.add(wrong[0])
+    assert found == set(voxels.VIEWS)
+
+
+def test_each_distractor_fails_exactly_its_named_check(puzzle):
+    assert len(puzzle.distractors) == 4 and set(puzzle.violations) <= set(verifier.CHECKS)
+    for answer, name in zip(puzzle.distractors, puzzle.violations):
+        assert voxels.is_connected(answer)
+        for width in (512, 2048):
+            assert SPEC.verify(puzzle.meta, png(puzzle.meta, answer, width)).failed == [name]
+        assert SPEC.verify(puzzle.meta, jpeg(resized(png(puzzle.meta, answer), 0.9), 85)).failed == [name]
+
+
+def test_options_are_pairwise_different_pixels(puzzle):
+    digests = {hashlib.sha256(png(puzzle.meta, o).tobytes()).hexdigest() for o in puzzle.options()}
+    assert len(digests) == 5
+
+
+def test_blank_puzzle_and_noise_are_rejected(puzzle):
+    blank = png(puzzle.meta, None)
+    verdict = SPEC.verify(puzzle.meta, blank)
+    assert verdict.usable and sorted(verdict.failed) == sorted(verifier.CHECKS)
+    verdict = SPEC.verify(puzzle.meta, noise(*blank.size))
+    assert verdict.usable and not verdict.passed
+
+
+def test_unusable_images_give_a_verdict_not_an_exception(puzzle):
+    for bad in (b"\x89PNG\r\n\x1a\nbroken", b"", np.zeros((1, 1, 3), np.uint8), "/no/such.png", 3.5, noise(512, 200)):
+        verdict = SPEC.verify(puzzle.meta, bad)
+        assert not verdict.passed and not verdict.usable and verdict.reason.startswith("unusable input")
+
+
+def test_generation_is_deterministic():
+    a, b = make("hard", 5), make("hard", 5)
+    assert json.dumps(a.meta, sort_keys=True) == json.dumps(b.meta, sort_keys=True)
+    assert SPEC.draw(a.meta, a.solution) == SPEC.draw(b.meta, b.solution)
+    assert a.violations == b.violations and a.answer_index == b.answer_index and a.distractors == b.distractors
+
+
+def test_ssim_is_one_only_for_identical_pictures():
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 256, size=(64, 64, 3), dtype=np.uint8)
+    assert voxels.ssim(image, image) == 1.0
+    changed = image.copy()
+    changed[30, 30] = 255 - changed[30, 30]
+    assert voxels.ssim(image, changed) < verifier.STRICT_SSIM
+
+
+def test_pictures_have_no_text_and_share_the_drawing_code(puzzle):
+    svg = SPEC.draw(puzzle.meta, puzzle.solution)
+    assert "<text" not in svg
+    assert svg == _voxels.draw_scene(puzzle.meta, heights=puzzle.solution, views=puzzle.meta["views"])
+
+
+# sha256 of the 512 px solution PNG for seed 0, index 0.
+SNAPSHOTS = {
+    "easy": "2f2717ed8c45c1635d1b1962a08efa4bdf3051e1d797f8a9f456d20cc9a59ee3",
+    "medium": "8720a4bf24cac3b3252324d5ea90490fe39b80a5568e87aaa560e728bcccea13",
+    "hard": "3955f16e8bca3f277527adfe9536ddc770a3511014e41a009de7335e1466f12c",
+}
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_snapshot_of_rendered_solution(difficulty):
+    p = make(difficulty)
+    assert hashlib.sha256(encode_png(png(p.meta, p.solution))).hexdigest() == SNAPSHOTS[difficulty]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_context_blind_pickers_on_200_puzzles(difficulty):
+    choices, answers = [], []
+    for index in range(200):
+        p = make(difficulty, index, seed=99)
+        choices.append(pick_all([np.asarray(png(p.meta, o, 256)) for o in p.options()]))
+        answers.append(p.answer_index)
+    accuracy = picker_accuracy(choices, answers)
+    assert all(accuracy[name] <= 0.30 for name in PICKERS), accuracy

@@ -1,0 +1,186 @@
+"""Orthographic projection: generator, drawing, shared voxel geometry and verifier."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+from helpers import jpeg, noise, resized
+from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
+from vrforge.generators.tacit import _voxels
+from vrforge.schemas.tacit import meta_errors
+from vrforge.verifiers import ortho_projection as verifier
+from vrforge.verifiers import voxels
+
+from vrforge.registry import get_task
+from vrforge.render import encode_png, rasterise
+from vrforge.seeding import derive_seed, item_rng
+from vrforge.types import RejectedPuzzle
+
+TASK = "ortho_projection"
+SPEC = get_task(TASK)
+
+
+def make(difficulty: str, index: int = 0, seed: int = 0):
+    for attempt in range(25):
+        try:
+            return SPEC.generate(SPEC.config(difficulty), item_rng(derive_seed(seed, TASK, difficulty, index, attempt)))
+        except RejectedPuzzle:
+            continue
+    raise AssertionError("no puzzle")
+
+
+def png(meta, answer, width: int = 512):
+    return rasterise(SPEC.draw(meta, answer), (width,))[width]
+
+
+@pytest.fixture(scope="module", params=["easy", "medium", "hard"])
+def puzzle(request):
+    return make(request.param)
+
+
+# ---------------------------------------------------------------- shared geometry
+
+
+def test_projections_of_a_known_solid():
+    heights = [[2, 0, 0],
+               [1, 0, 0],
+               [3, 1, 0]]
+    views = voxels.projections(heights)
+    assert views["top"] == ["100", "100", "110"]
+    assert views["front"] == ["100", "100", "110"]  # x = 0 is 3 tall, x = 1 is 1 tall
+    assert views["side"] == ["100", "101", "111"]  # seen from the right: front row (y = 2) at the left
+
+
+def test_a_column_diagonally_behind_a_taller_one_is_invisible_and_the_solver_says_so():
+    hidden = [[1, 0], [0, 2]]  # cube (0,0,0) lies exactly behind cube (1,1,1)
+    labels, _ = voxels.render(hidden)
+    assert np.array_equal(labels, voxels.render([[0, 0], [0, 2]])[0])
+    search = voxels.interpretations(2, labels, limit=5)
+    assert sorted(map(str, search.solutions)) == sorted(map(str, [[[0, 0], [0, 2]], [[1, 0], [0, 2]]]))
+
+
+def test_the_solver_recovers_every_drawn_solid_and_rejects_impossible_labels():
+    rng = item_rng(3)
+    for _ in range(20):
+        heights = _voxels.random_solid(4, (5, 9), rng)
+        labels, _ = voxels.render(heights)
+        assert heights in voxels.interpretations(4, labels, limit=50).solutions
+    labels[np.flatnonzero(labels == voxels.TOP)[0]] = voxels.RIGHT
+    assert voxels.interpretations(4, labels, limit=50).solutions == []
+
+
+def test_uniqueness_proof_on_a_sample():
+    # The generator keeps a solid only if its drawing admits exactly one solid.
+    for index in range(6):
+        p = make("hard", index, seed=5)
+        labels, _ = voxels.render(p.meta["heights"])
+        search = voxels.interpretations(p.meta["size"], labels, limit=10)
+        assert search.solutions == [p.meta["heights"]] and not search.truncated
+        assert voxels.is_connected(p.meta["heights"])
+
+
+# ---------------------------------------------------------------- the task bar
+
+
+def test_meta_matches_its_schema(puzzle):
+    assert meta_errors(TASK, puzzle.meta) == []
+    assert meta_errors(TASK, {**puzzle.meta, "views": {"top": ["012"]}}) != []
+
+
+@pytest.mark.parametrize("width", [512, 1024, 2048])
+def test_solution_passes_at_every_resolution(puzzle, width):
+    verdict = SPEC.verify(puzzle.meta, png(puzzle.meta, puzzle.solution, width))
+    assert verdict.passed, verdict.reason
+
+
+@pytest.mark.parametrize("degrade", ["shrink", "grow", "jpeg", "png-bytes"])
+def test_solution_survives_resizing_and_compression(puzzle, degrade):
+    image = png(puzzle.meta, puzzle.solution)
+    degraded = {"shrink": lambda: resized(image, 0.9), "grow": lambda: resized(image, 1.1),
+                "jpeg": lambda: jpeg(image, 85), "png-bytes": lambda: encode_png(image)}[degrade]()
+    assert SPEC.verify(puzzle.meta, degraded).passed
+
+
+def test_each_distractor_fails_exactly_its_named_check(puzzle):
+    assert len(puzzle.distractors) == 4 and set(puzzle.violations) <= set(verifier.CHECKS)
+    for answer, name in zip(puzzle.distractors, puzzle.violations):
+        for width in (512, 2048):
+            assert SPEC.verify(puzzle.meta, png(puzzle.meta, answer, width)).failed == [name]
+        assert SPEC.verify(puzzle.meta, jpeg(resized(png(puzzle.meta, answer), 0.9), 85)).failed == [name]
+
+
+def test_options_are_pairwise_different_pixels(puzzle):
+    digests = {hashlib.sha256(png(puzzle.meta, o).tobytes()).hexdigest() for o in puzzle.options()}
+    assert len(digests) == 5
+
+
+def test_any_fill_colour_counts_as_filled(puzzle):
+    svg = SPEC.draw(puzzle.meta, puzzle.solution)
+    for key in ("top", "left", "right"):
+        svg = svg.replace(f'fill="{puzzle.meta["palette"][key]}" />', 'fill="#000000" />')
+    assert '"#000000"' in svg
+    assert SPEC.verify(puzzle.meta, rasterise(svg, (1024,))[1024]).passed
+
+
+def test_each_violation_is_named():
+    p = make("medium", 2)
+    views = p.meta["views"]
+    assert all(verifier.judge(p.meta, views).values())
+    for view in voxels.VIEWS:
+        grid = list(views[view])
+        grid[0] = ("1" if grid[0][0] == "0" else "0") + grid[0][1:]
+        checks = verifier.judge(p.meta, {**views, view: grid})
+        assert [k for k, ok in checks.items() if not ok] == [f"{view}_view"]
+
+
+def test_blank_puzzle_and_noise_are_rejected(puzzle):
+    blank = png(puzzle.meta, None)
+    verdict = SPEC.verify(puzzle.meta, blank)
+    assert verdict.usable and sorted(verdict.failed) == sorted(verifier.CHECKS)
+    assert not SPEC.verify(puzzle.meta, noise(*blank.size)).passed
+
+
+def test_unusable_images_give_a_verdict_not_an_exception(puzzle):
+    for bad in (b"\x89PNG\r\n\x1a\nbroken", b"", np.zeros((1, 1, 3), np.uint8), "/no/such.png", 3.5, noise(512, 200)):
+        verdict = SPEC.verify(puzzle.meta, bad)
+        assert not verdict.passed and not verdict.usable and verdict.reason.startswith("unusable input")
+
+
+def test_generation_is_deterministic():
+    a, b = make("hard", 5), make("hard", 5)
+    assert json.dumps(a.meta, sort_keys=True) == json.dumps(b.meta, sort_keys=True)
+    assert SPEC.draw(a.meta, a.solution) == SPEC.draw(b.meta, b.solution)
+    assert a.violations == b.violations and a.answer_index == b.answer_index and a.distractors == b.distractors
+
+
+def test_pictures_have_no_text(puzzle):
+    assert "<text" not in SPEC.draw(puzzle.meta, puzzle.solution)
+
+
+# sha256 of the 512 px solution PNG for seed 0, index 0.
+SNAPSHOTS = {
+    "easy": "a687ca50a99230a977f39e9aabde92344c02bfaef867896dd8c1e1f3cfd5b288",
+    "medium": "79e8a6785bd0dc777dad06847c7954b6667599c3b1a5b9515cd019687445936c",
+    "hard": "ed30207c767234c18d66435559ebd46cff46ade27801c83abaebbec6452d9ea8",
+}
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_snapshot_of_rendered_solution(difficulty):
+    p = make(difficulty)
+    assert hashlib.sha256(encode_png(png(p.meta, p.solution))).hexdigest() == SNAPSHOTS[difficulty]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_context_blind_pickers_on_200_puzzles(difficulty):
+    choices, answers = [], []
+    for index in range(200):
+        p = make(difficulty, index, seed=99)
+        choices.append(pick_all([np.asarray(png(p.meta, o, 256)) for o in p.options()]))
+        answers.append(p.answer_index)
+    accuracy = picker_accuracy(choices, answers)
+    assert all(accuracy[name] <= 0.30 for name in PICKERS), accuracy
