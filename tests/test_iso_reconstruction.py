@@ -8,16 +8,16 @@ import json
 import numpy as np
 import pytest
 from helpers import jpeg, noise, resized
+
 from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
 from vrforge.generators.tacit import _voxels
-from vrforge.schemas.tacit import meta_errors
-from vrforge.verifiers import iso_reconstruction as verifier
-from vrforge.verifiers import voxels
-
 from vrforge.registry import get_task
 from vrforge.render import encode_png, rasterise
+from vrforge.schemas.tacit import meta_errors
 from vrforge.seeding import derive_seed, item_rng
 from vrforge.types import RejectedPuzzle
+from vrforge.verifiers import iso_reconstruction as verifier
+from vrforge.verifiers import voxels
 
 TASK = "iso_reconstruction"
 SPEC = get_task(TASK)
@@ -154,7 +154,7 @@ def test_blank_puzzle_and_noise_are_rejected(puzzle):
     blank = png(puzzle.meta, None)
     verdict = SPEC.verify(puzzle.meta, blank)
     assert verdict.usable and sorted(verdict.failed) == sorted(verifier.CHECKS)
-    verdict = SPEC.verify(puzzle.meta, noise(*blank.size))
+    verdict = SPEC.verify(puzzle.meta, noise(blank.shape[1], blank.shape[0]))
     assert verdict.usable and not verdict.passed
 
 

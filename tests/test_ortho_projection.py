@@ -8,16 +8,16 @@ import json
 import numpy as np
 import pytest
 from helpers import jpeg, noise, resized
+
 from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
 from vrforge.generators.tacit import _voxels
-from vrforge.schemas.tacit import meta_errors
-from vrforge.verifiers import ortho_projection as verifier
-from vrforge.verifiers import voxels
-
 from vrforge.registry import get_task
 from vrforge.render import encode_png, rasterise
+from vrforge.schemas.tacit import meta_errors
 from vrforge.seeding import derive_seed, item_rng
 from vrforge.types import RejectedPuzzle
+from vrforge.verifiers import ortho_projection as verifier
+from vrforge.verifiers import voxels
 
 TASK = "ortho_projection"
 SPEC = get_task(TASK)
@@ -140,7 +140,7 @@ def test_blank_puzzle_and_noise_are_rejected(puzzle):
     blank = png(puzzle.meta, None)
     verdict = SPEC.verify(puzzle.meta, blank)
     assert verdict.usable and sorted(verdict.failed) == sorted(verifier.CHECKS)
-    assert not SPEC.verify(puzzle.meta, noise(*blank.size)).passed
+    assert not SPEC.verify(puzzle.meta, noise(blank.shape[1], blank.shape[0])).passed
 
 
 def test_unusable_images_give_a_verdict_not_an_exception(puzzle):

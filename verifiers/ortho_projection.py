@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vrforge.verifiers.voxels import VIEWS, read_grid, usable_reason
-
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
+from vrforge.verifiers.voxels import VIEWS, read_grid, usable_reason
 
 CHECKS = ("top_view", "front_view", "side_view")
 

@@ -35,6 +35,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+
 from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
 
 EMPTY, TOP, LEFT, RIGHT = 0, 1, 2, 3

@@ -18,11 +18,11 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
-from vrforge.verifiers.sampling import hex_to_rgb
-from vrforge.verifiers.voxels import LEFT, RIGHT, SQRT3_2, TOP, interpretations, is_connected, lattice, render
 
 from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import RejectedPuzzle
+from vrforge.verifiers.sampling import hex_to_rgb
+from vrforge.verifiers.voxels import LEFT, RIGHT, SQRT3_2, TOP, interpretations, is_connected, lattice, render
 
 WIDTH = HEIGHT = 400
 PANEL = 200
@@ -125,7 +125,6 @@ def draw_scene(meta: Mapping[str, Any], heights: Sequence[Sequence[int]] | None 
     isometric panel and/or the filled ``views`` grids."""
     n, lay, palette = meta["size"], meta["layout"], meta["palette"]
     drawing = new_drawing(lay["width"], lay["height"], palette["background"])
-    drawing._parameter.debug = False  # svgwrite's attribute validation costs more than the drawing itself
     for view in ("top", "front", "side"):
         _glyph(drawing, palette, view, *lay["glyphs"][view])
     _floor(drawing, n, lay["iso"], palette)

@@ -21,12 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from vrforge.generators.tacit import _voxels
-from vrforge.verifiers import iso_reconstruction as verifier
-from vrforge.verifiers.voxels import EMPTY, VIEWS, is_connected, lattice, projections, render
 
+from vrforge.generators.tacit import _voxels
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
+from vrforge.verifiers import iso_reconstruction as verifier
+from vrforge.verifiers.voxels import EMPTY, VIEWS, is_connected, lattice, projections, render
 
 VERSION = "1.0.0"
 WALK_STEPS = 160
@@ -146,5 +146,6 @@ register_task(
         draw=draw,
         verify=verifier.verify,
         description="Isometric reconstruction: draw, on the isometric floor, a solid of stacked cubes with the three given views.",
+        difficulty_stat="cubes",
     )
 )

@@ -23,12 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from vrforge.generators.tacit import _voxels
-from vrforge.verifiers import ortho_projection as verifier
-from vrforge.verifiers.voxels import VIEWS, projections, render
 
+from vrforge.generators.tacit import _voxels
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
+from vrforge.verifiers import ortho_projection as verifier
+from vrforge.verifiers.voxels import VIEWS, projections, render
 
 VERSION = "1.0.0"
 POOL = 12
@@ -180,5 +180,6 @@ register_task(
         draw=draw,
         verify=verifier.verify,
         description="Orthographic projection: fill in the top, front and side views of the solid drawn in isometric.",
+        difficulty_stat="cubes",
     )
 )
