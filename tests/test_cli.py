@@ -109,3 +109,13 @@ def test_verify_bad_meta_and_task_are_one_line(sample, tmp_path):
     wrong.write_text(json.dumps({"task": "maze", "layout": {}}))
     result = run(["verify", "maze", "--meta", str(wrong), str(sample / "solution_512.png")])
     assert result.returncode == 2 and "not valid maze meta" in result.stderr
+
+
+def test_strict_mode_only_where_a_task_has_one(sample, tmp_path, capsys):
+    assert main(["verify", "maze", "--strict", "--meta", str(sample / "meta.json"), str(sample / "solution_512.png")]) == 2
+    assert "has no strict (SSIM) mode" in capsys.readouterr().err
+    assert main(["sample", "raven", "--difficulty", "easy", "--resolutions", "512", "--out", str(tmp_path)]) == 0
+    item = tmp_path / "raven-easy-0000"
+    assert main(["verify", "raven", "--strict", "--meta", str(item / "meta.json"), str(item / "solution_512.png")]) == 0
+    verdict = json.loads(capsys.readouterr().out.split("wrote")[-1].split("\n", 1)[1])
+    assert verdict["passed"] and "ssim" in json.dumps(verdict)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -108,8 +109,13 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     meta = _read_meta(Path(args.meta))
     if meta.get("task", args.task) != args.task:
         raise UserError(f"{args.meta} is meta for task {meta.get('task')!r}, not {args.task!r}")
+    options = {}
+    if args.strict:
+        if "strict" not in inspect.signature(spec.verify).parameters:
+            raise UserError(f"task {args.task!r} has no strict (SSIM) mode")
+        options["strict"] = True
     try:
-        verdict = spec.verify(meta, Path(args.image))
+        verdict = spec.verify(meta, Path(args.image), **options)
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise UserError(f"{args.meta} is not valid {args.task} meta ({type(exc).__name__}: {exc})") from None
     print(json.dumps(verdict.to_dict(), indent=2))
@@ -222,6 +228,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="check an answer image against a puzzle's meta")
     p.add_argument("task")
     p.add_argument("--meta", required=True, help="the row's meta as a JSON file")
+    p.add_argument("--strict", action="store_true", help="also require SSIM against the reference (raven, iso_reconstruction)")
     p.add_argument("image")
     p.set_defaults(func=_cmd_verify)
     return parser
