@@ -18,9 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
-from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
+from vrforge.verifiers.sampling import hex_to_rgb, load_for_layout, nearest_palette, sample_colours
 
 NEIGHBOURHOODS = {
     "von_neumann": ((-1, 0), (1, 0), (0, -1), (0, 1)),
@@ -28,7 +27,6 @@ NEIGHBOURHOODS = {
 }
 BOUNDARIES = ("toroidal", "fixed")
 BLANK = -1  # a sampled cell that shows the background: nothing drawn there
-ASPECT_TOLERANCE = 0.06
 MIN_CELL_PX = 4.0
 
 
@@ -118,19 +116,7 @@ def table_centres(meta: Mapping[str, Any]) -> np.ndarray:
 
 def load_answer(meta: Mapping[str, Any], image: Any, cell_units: float) -> np.ndarray | Verdict:
     """The answer image as RGB, or an unusable verdict (unreadable, wrong shape, too small)."""
-    try:
-        rgb = load_rgb(image)
-    except UnusableImage as exc:
-        return Verdict.unusable(str(exc))
-    layout = meta["layout"]
-    height, width = rgb.shape[:2]
-    expected = layout["width"] / layout["height"]
-    if abs((width / height) / expected - 1) > ASPECT_TOLERANCE:
-        return Verdict.unusable(f"aspect ratio {width}x{height} does not match the puzzle ({expected:.3f}:1)")
-    cell_px = cell_units * width / layout["width"]
-    if cell_px < MIN_CELL_PX:
-        return Verdict.unusable(f"image too small to read: {cell_px:.1f} px per cell")
-    return rgb
+    return load_for_layout(meta, image, cell_units, MIN_CELL_PX, "cell")
 
 
 def read_states(meta: Mapping[str, Any], rgb: np.ndarray, centres: np.ndarray, cell_units: float) -> np.ndarray:

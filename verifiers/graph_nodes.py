@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
+from vrforge.verifiers.sampling import hex_to_rgb, layout_problem, nearest_palette, sample_colours
 
 UNCOLOURED_LABEL = -1
 OFF_PALETTE_LABEL = -2
@@ -23,20 +23,11 @@ OFF_PALETTE_LABEL = -2
 MAX_MATCH_DISTANCE = 70.0
 WINDOW_FRACTION = 0.4  # sample window half-size as a fraction of the node radius in pixels
 MIN_RADIUS_PX = 3.0
-ASPECT_TOLERANCE = 0.06
 
 
 def check_geometry(meta: Mapping[str, Any], rgb: np.ndarray) -> str | None:
     """Why an image cannot be read against this layout (aspect ratio, size), or None."""
-    layout = meta["layout"]
-    height, width = rgb.shape[:2]
-    expected = layout["width"] / layout["height"]
-    if abs((width / height) / expected - 1) > ASPECT_TOLERANCE:
-        return f"aspect ratio {width}x{height} does not match the puzzle ({expected:.3f}:1)"
-    radius_px = layout["node_radius"] * width / layout["width"]
-    if radius_px < MIN_RADIUS_PX:
-        return f"image too small to read: node radius {radius_px:.1f} px"
-    return None
+    return layout_problem(meta["layout"], rgb, meta["layout"]["node_radius"], MIN_RADIUS_PX, "node radius")
 
 
 def read_node_labels(meta: Mapping[str, Any], rgb: np.ndarray, nodes: Sequence[Sequence[float]]) -> list[int]:

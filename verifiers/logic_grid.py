@@ -16,12 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
-from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
+from vrforge.verifiers.sampling import hex_to_rgb, load_for_layout, nearest_palette, sample_colours
 
 CHECKS = ("empty_cell", "given_changed", "row_repeat", "column_repeat", "order_violation", "forbidden_symbol")
-ASPECT_TOLERANCE = 0.06
 MIN_CELL_PX = 6.0
 SAMPLE_RADIUS = 0.06  # of a cell: the window read at each cell centre
 EMPTY = -1
@@ -86,18 +84,9 @@ def read_grid(meta: Mapping[str, Any], image: np.ndarray) -> list[list[int]]:
 
 def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
     """Verdict for an answer image: the puzzle grid with a symbol in every cell."""
-    try:
-        rgb = load_rgb(image)
-    except UnusableImage as exc:
-        return Verdict.unusable(str(exc))
-    layout = meta["layout"]
-    height, width = rgb.shape[:2]
-    expected = layout["width"] / layout["height"]
-    if abs((width / height) / expected - 1) > ASPECT_TOLERANCE:
-        return Verdict.unusable(f"aspect ratio {width}x{height} does not match the puzzle ({expected:.3f}:1)")
-    cell_px = layout["cell"] * width / layout["width"]
-    if cell_px < MIN_CELL_PX:
-        return Verdict.unusable(f"image too small to read: {cell_px:.1f} px per cell")
+    rgb = load_for_layout(meta, image, meta["layout"]["cell"], MIN_CELL_PX, "cell")
+    if isinstance(rgb, Verdict):
+        return rgb
     grid = read_grid(meta, rgb)
     checks = judge(meta, grid)
     return Verdict.from_checks(checks, details={"grid": grid})

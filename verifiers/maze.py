@@ -18,12 +18,10 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
-from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
+from vrforge.verifiers.sampling import hex_to_rgb, load_for_layout, nearest_palette, sample_colours
 
 CHECKS = ("missing_start", "wrong_exit", "disconnected", "branching", "wall_breach", "portal_skip")
-ASPECT_TOLERANCE = 0.06
 MIN_CELL_PX = 4.0
 
 Node = tuple[int, int, int]  # (layer, row, col)
@@ -123,18 +121,9 @@ def read_drawing(meta: Mapping[str, Any], image: np.ndarray) -> tuple[set[Node],
 
 def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
     """Verdict for an answer image: the puzzle with the route drawn in the path colour."""
-    try:
-        rgb = load_rgb(image)
-    except UnusableImage as exc:
-        return Verdict.unusable(str(exc))
-    layout = meta["layout"]
-    height, width = rgb.shape[:2]
-    expected = layout["width"] / layout["height"]
-    if abs((width / height) / expected - 1) > ASPECT_TOLERANCE:
-        return Verdict.unusable(f"aspect ratio {width}x{height} does not match the puzzle ({expected:.3f}:1)")
-    cell_px = layout["cell"] * width / layout["width"]
-    if cell_px < MIN_CELL_PX:
-        return Verdict.unusable(f"image too small to read: {cell_px:.1f} px per cell")
+    rgb = load_for_layout(meta, image, meta["layout"]["cell"], MIN_CELL_PX, "cell")
+    if isinstance(rgb, Verdict):
+        return rgb
     cells, links = read_drawing(meta, rgb)
     checks = judge(meta, cells, links)
     return Verdict.from_checks(checks, details={"path_cells": len(cells), "path_links": len(links)})

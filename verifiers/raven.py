@@ -28,10 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Verdict
-from vrforge.verifiers.sampling import hex_to_rgb
+from vrforge.verifiers.sampling import hex_to_rgb, load_for_layout
 
 CHECKS = ("wrong_count", "wrong_position", "wrong_type", "wrong_size", "wrong_colour", "wrong_rotation")
 ATTRIBUTES = ("positions", "type", "size", "colour", "rotation")
@@ -47,7 +46,6 @@ RANGES = {"type": len(TYPES), "size": len(SIZES), "colour": len(FILLS), "rotatio
 CYCLIC = {"rotation"}
 
 STRICT_SSIM = 0.997
-ASPECT_TOLERANCE = 0.06
 MIN_SLOT_PX = 6.0
 PROBES = 33  # probe grid per slot (PROBES x PROBES over the slot square)
 EDGE_PX = 1.5  # width of the soft edge a candidate's outline is expected to have, in pixels
@@ -429,18 +427,9 @@ def verify(meta: Mapping[str, Any], image: Any, strict: bool = False) -> Verdict
 
     ``strict`` adds the check ``ssim`` (SSIM of the answer panel against the reference >= 0.997).
     """
-    try:
-        rgb = load_rgb(image)
-    except UnusableImage as exc:
-        return Verdict.unusable(str(exc))
-    layout = meta["layout"]
-    height, width = rgb.shape[:2]
-    expected = layout["width"] / layout["height"]
-    if abs((width / height) / expected - 1) > ASPECT_TOLERANCE:
-        return Verdict.unusable(f"aspect ratio {width}x{height} does not match the puzzle ({expected:.3f}:1)")
-    slot_px = layout["slot_half"] * min(width / layout["width"], height / layout["height"])
-    if slot_px < MIN_SLOT_PX:
-        return Verdict.unusable(f"image too small to read: {slot_px:.1f} px per half slot")
+    rgb = load_for_layout(meta, image, meta["layout"]["slot_half"], MIN_SLOT_PX, "half slot")
+    if isinstance(rgb, Verdict):
+        return rgb
     objects, misfits = read_answer(meta, rgb)
     checks = judge(meta, objects)
     try:

@@ -6,9 +6,13 @@ resolution, after resizing and after mild JPEG compression.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+
+from vrforge.imageio import UnusableImage, load_rgb
+from vrforge.types import Verdict
 
 
 def sample_colours(image: np.ndarray, points: np.ndarray, radius: int) -> np.ndarray:
@@ -33,3 +37,29 @@ def nearest_palette(colours: np.ndarray, palette: Sequence[Sequence[int]]) -> np
 def hex_to_rgb(value: str) -> tuple[int, int, int]:
     value = value.lstrip("#")
     return int(value[0:2], 16), int(value[2:4], 16), int(value[4:6], 16)
+
+
+ASPECT_TOLERANCE = 0.06
+
+
+def layout_problem(layout: Mapping[str, Any], image: np.ndarray, unit: float, min_unit_px: float, unit_name: str) -> str | None:
+    """Why ``image`` cannot be read against ``layout`` (another aspect ratio, or ``unit`` layout
+    units drawn smaller than ``min_unit_px`` pixels), or None when it can."""
+    height, width = image.shape[:2]
+    expected = layout["width"] / layout["height"]
+    if abs((width / height) / expected - 1) > ASPECT_TOLERANCE:
+        return f"aspect ratio {width}x{height} does not match the puzzle ({expected:.3f}:1)"
+    unit_px = unit * width / layout["width"]
+    if unit_px < min_unit_px:
+        return f"image too small to read: {unit_px:.1f} px per {unit_name}"
+    return None
+
+
+def load_for_layout(meta: Mapping[str, Any], image: Any, unit: float, min_unit_px: float, unit_name: str) -> np.ndarray | Verdict:
+    """The answer as an RGB array, or the unusable verdict that says why it cannot be read."""
+    try:
+        rgb = load_rgb(image)
+    except UnusableImage as exc:
+        return Verdict.unusable(str(exc))
+    problem = layout_problem(meta["layout"], rgb, unit, min_unit_px, unit_name)
+    return Verdict.unusable(problem) if problem else rgb

@@ -18,12 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
-from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
+from vrforge.verifiers.sampling import hex_to_rgb, load_for_layout, nearest_palette, sample_colours
 
 CHECKS = ("diagrams_missing", "no_mark", "several_marks", "marked_knotted")
-ASPECT_TOLERANCE = 0.06
 MIN_CELL_PX = 24.0
 RING_SAMPLES_PER_SIDE = 5
 MARKED_FRACTION = 0.6  # of a cell's ring samples in the frame colour
@@ -91,18 +89,9 @@ def read_answer(meta: Mapping[str, Any], image: np.ndarray) -> tuple[list[int], 
 
 def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
     """Verdict for an answer image: the puzzle with a frame around the one unknot."""
-    try:
-        rgb = load_rgb(image)
-    except UnusableImage as exc:
-        return Verdict.unusable(str(exc))
-    layout = meta["layout"]
-    height, width = rgb.shape[:2]
-    expected = layout["width"] / layout["height"]
-    if abs((width / height) / expected - 1) > ASPECT_TOLERANCE:
-        return Verdict.unusable(f"aspect ratio {width}x{height} does not match the puzzle ({expected:.3f}:1)")
-    cell_px = layout["cells"][0][2] * width / layout["width"]
-    if cell_px < MIN_CELL_PX:
-        return Verdict.unusable(f"image too small to read: {cell_px:.1f} px per diagram")
+    rgb = load_for_layout(meta, image, meta["layout"]["cells"][0][2], MIN_CELL_PX, "diagram")
+    if isinstance(rgb, Verdict):
+        return rgb
     marked, intact = read_answer(meta, rgb)
     checks = judge(meta, marked, intact)
     return Verdict.from_checks(checks, details={"marked": marked, "intact": intact})

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
+from vrforge.verifiers.sampling import hex_to_rgb, layout_problem, nearest_palette, sample_colours
 
 EMPTY, TOP, LEFT, RIGHT = 0, 1, 2, 3
 FACE_KEYS = ("top", "left", "right")  # palette keys of the three face shades
@@ -321,17 +321,11 @@ def read_grid(meta: Mapping[str, Any], image: np.ndarray, view: str) -> list[str
     return ["".join("1" if filled[i * n + j] else "0" for j in range(n)) for i in range(n)]
 
 
-def usable_reason(meta: Mapping[str, Any], image: np.ndarray, min_unit_px: float = 6.0, tolerance: float = 0.06) -> str | None:
+def usable_reason(meta: Mapping[str, Any], image: np.ndarray, min_unit_px: float = 6.0) -> str | None:
     """Why an image cannot be read against this layout (aspect ratio, size), or None."""
     layout = meta["layout"]
-    height, width = image.shape[:2]
-    expected = layout["width"] / layout["height"]
-    if abs((width / height) / expected - 1) > tolerance:
-        return f"aspect ratio {width}x{height} does not match the puzzle ({expected:.3f}:1)"
     smallest = min(layout["iso"]["unit"], *(g["cell"] for g in layout["grids"].values()))
-    if smallest * image_scale(meta, image) < min_unit_px:
-        return "image too small to read"
-    return None
+    return layout_problem(layout, image, smallest, min_unit_px, "lattice unit")
 
 
 # ---------------------------------------------------------------- SSIM
