@@ -20,8 +20,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+import datasets
 import numpy as np
 import pyarrow.parquet as pq
+import yaml
 from PIL import Image
 from tqdm import tqdm
 
@@ -32,6 +34,7 @@ from vrforge.schemas.tacit import meta_errors
 
 PICKER_LIMIT = 0.30
 PICKER_MIN_PUZZLES = 100  # below this a picker's accuracy is noise: reported, not judged
+GROWTH_MIN_PER_DIFFICULTY = 20  # likewise for the growth of mean difficulty statistics
 UNIFORM_P_MIN = 0.01
 MAX_LISTED_FAILURES = 50
 
@@ -50,22 +53,24 @@ def chi_square_uniform(counts: list[int]) -> tuple[float, float]:
     return statistic, math.exp(-statistic / 2) * (1 + statistic / 2)
 
 
-def card_configs(card: str) -> dict[str, dict[str, str]]:
-    """config -> split -> data_files glob, read from the card's YAML front matter."""
+def card_metadata(card: str) -> dict[str, Any]:
+    """The card's YAML front matter."""
     match = re.match(r"^---\n(.*?)\n---\n", card, re.S)
     if not match:
         raise AuditError("README.md has no YAML front matter")
-    configs: dict[str, dict[str, str]] = {}
-    current = split = None
-    for line in match.group(1).splitlines():
-        if m := re.match(r"^- config_name: (\S+)$", line):
-            current = m.group(1)
-            configs[current] = {}
-        elif current and (m := re.match(r"^  - split: (\S+)$", line)):
-            split = m.group(1)
-        elif current and split and (m := re.match(r"^    path: (\S+)$", line)):
-            configs[current][split] = m.group(1)
-    return configs
+    try:
+        data = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        raise AuditError(f"README.md front matter is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise AuditError("README.md front matter is not a mapping")
+    return data
+
+
+def card_configs(card: str) -> dict[str, dict[str, str]]:
+    """config -> split -> data_files glob, from the card's ``configs``."""
+    return {c["config_name"]: {f["split"]: f["path"] for f in c.get("data_files", [])}
+            for c in card_metadata(card).get("configs", [])}
 
 
 def _audit_shard(path: str) -> dict[str, Any]:
@@ -122,22 +127,35 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
         if sha256_file(folder / name) != listed[name]["sha256"]:
             problems.append(f"sha256 mismatch: {name}")
 
-    # The card's configs and the row counts.
-    configs = card_configs((folder / "README.md").read_text(encoding="utf-8")) if (folder / "README.md").exists() else {}
+    # The card: configs, data_files globs, features and split sizes against the files.
+    card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").exists() else ""
+    metadata = card_metadata(card) if card else {}
+    configs = card_configs(card) if card else {}
     if not configs:
         problems.append("README.md card lists no configs")
     expected_rows = manifest.get("rows", {})
     if set(configs) != set(expected_rows):
         problems.append(f"card configs {sorted(configs)} differ from manifest {sorted(expected_rows)}")
+    infos = {info["config_name"]: info for info in metadata.get("dataset_info", [])}
     counted: dict[str, dict[str, int]] = defaultdict(dict)
     shard_paths: dict[str, list[Path]] = {}
     for config, splits in configs.items():
+        info = infos.get(config)
+        if info is None:
+            problems.append(f"card has no dataset_info for config {config}")
+        declared = {s["name"]: s["num_examples"] for s in info.get("splits", [])} if info else {}
         for split, pattern in splits.items():
             files = sorted(folder.glob(pattern))
             if not files:
                 problems.append(f"card glob {pattern} matches no file")
             counted[config][split] = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
             shard_paths[f"{config}/{split}"] = files
+            if info and declared.get(split) != counted[config][split]:
+                problems.append(f"{config}/{split}: card declares {declared.get(split)} rows, files hold {counted[config][split]}")
+            if info and files:
+                stored = datasets.Features.from_arrow_schema(pq.read_schema(files[0]))
+                if stored != datasets.Features._from_yaml_list(info["features"]):
+                    problems.append(f"{config}/{split}: card features differ from the parquet schema")
     for config, splits in expected_rows.items():
         for split, count in splits.items():
             if counted.get(config, {}).get(split) != count:
@@ -177,7 +195,8 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
         growing = sorted(stat for stat, v in values.items() if all(a < b for a, b in zip(v, v[1:])))
         headline = get_task(task).difficulty_stat
         difficulty[task] = {"values": values, "growing": growing, "headline": headline}
-        if len(levels) > 1 and (headline not in growing if headline else not growing):
+        count = manifest.get("recipe", {}).get("tasks", {}).get(task, {}).get("count", 0)
+        if count >= GROWTH_MIN_PER_DIFFICULTY and len(levels) > 1 and (headline not in growing if headline else not growing):
             what = f"its difficulty statistic {headline!r}" if headline else "no difficulty statistic"
             problems.append(f"{task}: {what} does not grow from easy to hard")
 

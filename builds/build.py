@@ -181,10 +181,14 @@ def _finish(recipe: Recipe, out: Path, config_hash: str, shards: list[Shard], pr
         steps.update(1)
 
     counts: dict[str, dict[str, int]] = {}
+    sizes: dict[str, dict[str, int]] = {}
     for task in recipe.tasks:
         for res in sorted(recipe.resolutions, key=lambda r: (r != MAIN_RESOLUTION, r)):
-            counts[config_name(task.task, res)] = {d: task.count for d in task.difficulties}
-    write_bytes_atomic(out / "README.md", render_card(recipe, config_hash, counts, galleries).encode("utf-8"))
+            name = config_name(task.task, res)
+            counts[name] = {d: task.count for d in task.difficulties}
+            sizes[name] = {d: sum(p.stat().st_size for p in (out / "data" / name).glob(f"{d}-*.parquet"))
+                           for d in task.difficulties}
+    write_bytes_atomic(out / "README.md", render_card(recipe, config_hash, counts, sizes, galleries).encode("utf-8"))
     steps.update(1)
 
     rejections: dict[str, Counter] = {}

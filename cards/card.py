@@ -1,5 +1,5 @@
-"""The dataset card (README.md) from the template, with the YAML ``configs:`` that
-``datasets.load_dataset`` reads."""
+"""The dataset card (README.md) from the template: YAML with the ``configs:`` that
+``datasets.load_dataset`` reads and ``dataset_info`` (features, split sizes), then prose."""
 
 from __future__ import annotations
 
@@ -7,9 +7,14 @@ import json
 from importlib import resources
 from string import Template
 
+import yaml
+
 from vrforge.builds.plan import MAIN_RESOLUTION, config_name
 from vrforge.builds.recipe import Recipe
 from vrforge.registry import get_task
+from vrforge.schemas.tacit import tacit_features
+
+SPLITS = ("easy", "medium", "hard")
 
 
 def size_category(rows: int) -> str:
@@ -19,53 +24,54 @@ def size_category(rows: int) -> str:
     return "n>1M"
 
 
-def configs_yaml(recipe: Recipe) -> list[str]:
-    lines = ["configs:"]
-    first = True
+def pretty_name(recipe: Recipe) -> str:
+    return f"TACIT {recipe.version}" if recipe.name == "tacit" else f"{recipe.name} {recipe.version}"
+
+
+def card_metadata(recipe: Recipe, counts: dict[str, dict[str, int]], sizes: dict[str, dict[str, int]]) -> dict:
+    """Licence, categories, one config per task x resolution (the first 1024 px one is the
+    default) with its split globs, and ``dataset_info`` with features and split sizes."""
     ordered = sorted(recipe.resolutions, key=lambda r: (r != MAIN_RESOLUTION, r))
+    features = tacit_features()._to_yaml_list()
+    configs, infos = [], []
     for task in recipe.tasks:
         for res in ordered:
             name = config_name(task.task, res)
-            lines.append(f"- config_name: {name}")
-            lines.append("  data_files:")
-            for difficulty in task.difficulties:
-                lines.append(f"  - split: {difficulty}")
-                lines.append(f"    path: data/{name}/{difficulty}-*.parquet")
-            if first:
-                lines.append("  default: true")
-                first = False
-    return lines
-
-
-def render_card(recipe: Recipe, config_hash: str, counts: dict[str, dict[str, int]], galleries: list[str]) -> str:
-    pretty = f"TACIT {recipe.version}" if recipe.name == "tacit" else f"{recipe.name} {recipe.version}"
+            config = {"config_name": name,
+                      "data_files": [{"split": d, "path": f"data/{name}/{d}-*.parquet"} for d in task.difficulties]}
+            if not configs:
+                config["default"] = True
+            configs.append(config)
+            infos.append({"config_name": name, "features": features,
+                          "splits": [{"name": d, "num_bytes": sizes[name][d], "num_examples": counts[name][d]}
+                                     for d in task.difficulties]})
     puzzles = sum(t.count * len(t.difficulties) for t in recipe.tasks)
-    yaml = [
-        f"license: {recipe.license}",
-        f"pretty_name: {json.dumps(pretty)}",
-        "task_categories:",
-        "- image-to-image",
-        "- visual-question-answering",
-        "size_categories:",
-        f"- {size_category(puzzles)}",
-        "tags:",
-        "- visual-reasoning",
-        "- puzzles",
-        "- synthetic",
-        *configs_yaml(recipe),
-    ]
+    return {
+        "license": recipe.license,
+        "pretty_name": pretty_name(recipe),
+        "task_categories": ["image-to-image", "visual-question-answering"],
+        "size_categories": [size_category(puzzles)],
+        "tags": ["visual-reasoning", "puzzles", "synthetic"],
+        "configs": configs,
+        "dataset_info": infos,
+    }
+
+
+def render_card(recipe: Recipe, config_hash: str, counts: dict[str, dict[str, int]], sizes: dict[str, dict[str, int]],
+                galleries: list[str]) -> str:
+    """``counts`` and ``sizes`` (parquet bytes): config -> split -> value."""
     task_rows = ["| task | domain | difficulties (parameters) |", "|---|---|---|"]
     for task in recipe.tasks:
         spec = get_task(task.task)
         params = "; ".join(f"{d}: {json.dumps(spec.parameters()[d], sort_keys=True)}" for d in task.difficulties)
         task_rows.append(f"| `{task.task}` | {spec.domain} | {params} |")
-    count_rows = ["| config | " + " | ".join(("easy", "medium", "hard")) + " |", "|---|---|---|---|"]
+    count_rows = ["| config | " + " | ".join(SPLITS) + " |", "|---|---|---|---|"]
     for config in counts:
-        count_rows.append(f"| `{config}` | " + " | ".join(str(counts[config].get(s, 0)) for s in ("easy", "medium", "hard")) + " |")
+        count_rows.append(f"| `{config}` | " + " | ".join(str(counts[config].get(s, 0)) for s in SPLITS) + " |")
     template = Template((resources.files("vrforge.cards") / "templates" / "tacit.md").read_text(encoding="utf-8"))
     return template.substitute(
-        yaml="\n".join(yaml),
-        pretty_name=pretty,
+        yaml=yaml.safe_dump(card_metadata(recipe, counts, sizes), sort_keys=False, allow_unicode=True).rstrip("\n"),
+        pretty_name=pretty_name(recipe),
         recipe_name=recipe.name,
         version=recipe.version,
         config_hash=config_hash,

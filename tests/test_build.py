@@ -164,3 +164,26 @@ def test_chi_square_uniform_closed_form():
     statistic, p = chi_square_uniform([100, 0, 0, 0, 0])
     assert statistic == 400.0 and p < 1e-80
     assert abs(chi_square_uniform([25, 15, 20, 22, 18])[1] - 0.574697) < 1e-6  # scipy.stats.chisquare
+
+
+def test_card_declares_features_and_split_sizes_that_the_audit_checks(built, tmp_path):
+    import shutil
+
+    import yaml
+
+    from vrforge.builds.audit import audit, card_metadata
+
+    card = (built / "README.md").read_text()
+    info = {i["config_name"]: i for i in card_metadata(card)["dataset_info"]}
+    assert {s["name"]: s["num_examples"] for s in info["maze-2048"]["splits"]} == {"easy": 3, "medium": 3, "hard": 3}
+    assert {"name": "distractors", "list": "image"} in info["maze"]["features"]
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    front, body = card.split("\n---\n", 1)
+    metadata = yaml.safe_load(front.removeprefix("---\n"))
+    metadata["dataset_info"][0]["splits"][0]["num_examples"] = 4
+    metadata["dataset_info"][1]["features"][0]["dtype"] = "int64"
+    (copy / "README.md").write_text("---\n" + yaml.safe_dump(metadata, sort_keys=False) + "---\n" + body)
+    problems = audit(copy, progress=False)["problems"]
+    assert "maze/easy: card declares 4 rows, files hold 3" in problems
+    assert any(p.startswith("maze-512/") and "card features differ from the parquet schema" in p for p in problems)

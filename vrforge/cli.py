@@ -239,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
+        return 0
     except UserError as exc:
         print(f"vrforge {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
