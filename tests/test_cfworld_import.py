@@ -85,6 +85,7 @@ def test_probe_counts(report):
 def test_nothing_lost_per_file(report):
     on_disk = sorted(p.relative_to(RELEASE).as_posix() for p in RELEASE.rglob("*.json"))
     assert sorted(report.files) == on_disk  # every JSON file was read, including names with spaces
+    assert report.ignored_files == []
     rejected_per_file = Counter(r.file for r in report.rejected)
     for name, count in report.files.items():
         records = json.loads((RELEASE / name).read_text(encoding="utf-8"))
@@ -291,7 +292,10 @@ def test_bad_records_are_rejected_with_reasons(tmp_path):
                 "question": "q", "evaluation_criteria": "c", "weight": 3, "generator_model": "m"}
     questions = [question, question | {"id": "2", "source_id": "9"}, question | {"id": "3", "weight": 0},
                  question | {"id": "4", "prompt_level": "l4"}, question]
-    report = import_release(_mini_release(tmp_path / "rel", records, questions))
+    root = _mini_release(tmp_path / "rel", records, questions)
+    (root / "notes.json").write_text("{}", encoding="utf-8")
+    report = import_release(root)
+    assert report.ignored_files == ["notes.json"]
     reasons = [(r.record, r.reason.split(":")[0]) for r in report.rejected]
     assert reasons == [
         ("id=0", "duplicate id within file"), ("#2", "record is not an object"), ("id=2", "missing prompt"),

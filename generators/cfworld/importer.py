@@ -48,7 +48,8 @@ Mapping rules (also in ``MAPPING_RULES``, copied into every report):
 
 Lose nothing silently: every record read is either imported (a scenario, a question
 attached to one scenario, a probe) or listed in ``ImportReport.rejected`` with a reason,
-and ``ImportReport.files`` counts read / imported / rejected per file.
+and ``ImportReport.files`` counts read / imported / rejected per file. JSON files outside
+the three folders are not read; they are listed in ``ImportReport.ignored_files``.
 A file that is not valid JSON, or whose top level is not a list, stops the import with
 ``ReleaseError`` (one readable line); ``cli_import`` turns it into exit code 2.
 """
@@ -163,6 +164,7 @@ class ImportReport:
     rejected: list[Rejection] = field(default_factory=list)
     files: dict[str, FileCount] = field(default_factory=dict)
     flags: Counter = field(default_factory=Counter)
+    ignored_files: list[str] = field(default_factory=list)  # JSON files outside the three release folders
     rules: tuple[str, ...] = MAPPING_RULES
 
     @property
@@ -188,6 +190,7 @@ class ImportReport:
             "flags": dict(sorted(self.flags.items())),
             "rejection_reasons": self.rejection_reasons(),
             "rejected": [r.to_dict() for r in self.rejected],
+            "ignored_files": list(self.ignored_files),
             "rules": list(self.rules),
         }
 
@@ -306,6 +309,7 @@ class _Importer:
         for folder in ("prompt", "eval_questions", "prompt_ablation"):
             for path in _json_files(root / folder):
                 loaded[path.relative_to(root).as_posix()] = _load_list(root, path)
+        self.report.ignored_files = [rel for rel in (p.relative_to(root).as_posix() for p in _json_files(root)) if rel not in loaded]
         for rel, records in loaded.items():
             if rel.startswith("prompt/"):
                 self.import_scenarios(rel, records)
@@ -568,6 +572,8 @@ def cli_import(path: str, out: str | None = None) -> int:
         return 2
     for name, count in sorted(report.files.items()):
         print(f"{name}: {count.read} {count.kind} read, {count.imported} imported, {count.rejected} rejected")
+    for name in report.ignored_files:
+        print(f"{name}: ignored (not under prompt/, eval_questions/ or prompt_ablation/)")
     reasons = ", ".join(f"{reason} {n}" for reason, n in report.rejection_reasons().items()) or "none"
     print(f"{len(report.scenarios)} scenarios, {report.question_count} questions, {len(report.probes)} probes; "
           f"{len(report.rejected)} rejected ({reasons}); written to {target}")
