@@ -1,0 +1,1 @@
+"""CF-World scenarios: the importer of the official release (and, later, the builder)."""
