@@ -119,3 +119,13 @@ def test_strict_mode_only_where_a_task_has_one(sample, tmp_path, capsys):
     assert main(["verify", "raven", "--strict", "--meta", str(item / "meta.json"), str(item / "solution_512.png")]) == 0
     verdict = json.loads(capsys.readouterr().out.split("wrote")[-1].split("\n", 1)[1])
     assert verdict["passed"] and "ssim" in json.dumps(verdict)
+
+
+def test_cfworld_import_command(tmp_path, capsys):
+    release = Path(__file__).resolve().parents[2] / "shared" / "external" / "cf-world"
+    if not release.is_dir():
+        pytest.skip(f"the official CF-World files are not at {release}")
+    assert main(["cfworld", "import", str(release), "--out", str(tmp_path)]) == 0
+    assert "1092 scenarios" in capsys.readouterr().out
+    assert sum(1 for _ in (tmp_path / "scenarios.jsonl").open()) == 1092
+    assert main(["cfworld", "import", str(tmp_path / "missing")]) == 2

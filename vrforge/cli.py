@@ -164,6 +164,12 @@ def _cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_cfworld_import(args: argparse.Namespace) -> int:
+    from vrforge.generators.cfworld.importer import cli_import
+
+    return cli_import(args.path, args.out)
+
+
 def _read_meta(path: Path) -> dict[str, Any]:
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
@@ -224,6 +230,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="list what would be uploaded and stop")
     p.add_argument("--private", action="store_true", help="create the repo private")
     p.set_defaults(func=_cmd_publish)
+
+    p = sub.add_parser("cfworld", help="CF-World scenarios")
+    cfworld = p.add_subparsers(dest="cfworld_command", required=True)
+    q = cfworld.add_parser("import", help="import the official CF-World release files into the scenario schema")
+    q.add_argument("path", help="the release folder (prompt/, eval_questions/, prompt_ablation/)")
+    q.add_argument("--out", help="output folder (default ./cfworld-import)")
+    q.set_defaults(func=_cmd_cfworld_import)
 
     p = sub.add_parser("verify", help="check an answer image against a puzzle's meta")
     p.add_argument("task")
