@@ -55,10 +55,10 @@ def judge(meta: Mapping[str, Any], labels: np.ndarray) -> tuple[dict[str, bool],
 def reference_ssim(meta: Mapping[str, Any], rgb: np.ndarray) -> float:
     """SSIM between ``rgb`` and the reference solution drawn at the same size."""
     from vrforge.generators.tacit import _voxels  # the shared drawing code (lazy: generators import this module)
-    from vrforge.render import rasterise_images
+    from vrforge.render import rasterise_cached
 
     height, width = rgb.shape[:2]
-    reference = rasterise_images(_voxels.draw_scene(meta, heights=meta["heights"], views=meta["views"]), (width,))[width]
+    reference = rasterise_cached(_voxels.draw_scene(meta, heights=meta["heights"], views=meta["views"]), width)
     answer = Image.fromarray(rgb)
     if answer.size != reference.size:
         answer = answer.resize(reference.size, Image.Resampling.BILINEAR)

@@ -394,7 +394,7 @@ def ssim(a: np.ndarray, b: np.ndarray, window: int = 7) -> float:
 
 def answer_ssim(meta: Mapping[str, Any], image: np.ndarray) -> float:
     """SSIM of the answer panel of ``image`` against the rule-implied answer drawn at the image's size."""
-    from vrforge.render import rasterise  # cairo is only needed here
+    from vrforge.render import rasterise_cached  # cairo is only needed here
 
     layout = meta["layout"]
     height, width = image.shape[:2]
@@ -404,7 +404,7 @@ def answer_ssim(meta: Mapping[str, Any], image: np.ndarray) -> float:
     x0, y0 = max(0, math.floor(ox * sx)), max(0, math.floor(oy * sy))
     x1, y1 = min(width, math.ceil((ox + size) * sx)), min(height, math.ceil((oy + size) * sy))
     view = (x0 / sx, y0 / sy, (x1 - x0) / sx, (y1 - y0) / sy, x1 - x0, y1 - y0)
-    reference = rasterise(draw_svg(meta, predict(meta), view), [x1 - x0])[x1 - x0]
+    reference = np.asarray(rasterise_cached(draw_svg(meta, predict(meta), view), x1 - x0))
     crop = image[y0:y1, x0:x1]
     h, w = min(crop.shape[0], reference.shape[0]), min(crop.shape[1], reference.shape[1])
     # Wang et al.'s reference implementation first averages f x f blocks, f = round(side / 256):

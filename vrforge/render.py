@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable
+from functools import lru_cache
 
 import cairosvg.parser
 import cairosvg.surface
@@ -47,6 +48,13 @@ def rasterise_images(svg: str | bytes, widths: Iterable[int]) -> dict[int, Image
                                       "raw", "BGRX", raster.get_stride(), 1)
         surface.finish()
     return out
+
+
+@lru_cache(maxsize=32)
+def rasterise_cached(svg: str, width: int) -> Image.Image:
+    """One SVG at one width, remembered: a verifier compares several answers (the five options,
+    at each resolution) with one reference picture. The image is shared: do not modify it."""
+    return rasterise_images(svg, (width,))[width]
 
 
 def encode_png(image: Image.Image | np.ndarray) -> bytes:
