@@ -449,7 +449,7 @@ def _reason_kind(reason: str) -> str:
 # --------------------------------------------------------------------------- gap
 
 
-def _as_report(report: Report | Mapping[str, Any] | str | Path) -> Report:
+def _as_report(report: Report | str | Path) -> Report:
     if isinstance(report, Report):
         return report
     if isinstance(report, str | Path):
@@ -476,7 +476,7 @@ def constructive_selective_gap(generative_report: Report | str | Path, discrimin
         for k, (n, gc, dc) in cells.items():
             ga, da = round(gc / n, 6), round(dc / n, 6)
             out[k] = {"n": n, "generative_correct": gc, "discriminative_correct": dc,
-                      "generative_accuracy": ga, "discriminative_accuracy": da, "gap": round(da - ga, 6)}
+                      "generative_accuracy": ga, "discriminative_accuracy": da, "gap": round((dc - gc) / n, 6)}
         return out
 
     empty = {"n": 0, "generative_correct": 0, "discriminative_correct": 0,
