@@ -129,3 +129,10 @@ def test_cfworld_import_command(tmp_path, capsys):
     assert "1092 scenarios" in capsys.readouterr().out
     assert sum(1 for _ in (tmp_path / "scenarios.jsonl").open()) == 1092
     assert main(["cfworld", "import", str(tmp_path / "missing")]) == 2
+
+
+def test_score_commands_are_wired(tmp_path, capsys):
+    assert main(["score", "gap", str(tmp_path / "g.json"), str(tmp_path / "d.json")]) == 2
+    assert main(["score", "discriminative", str(tmp_path / "none"), str(tmp_path / "r.json")]) == 2
+    assert main(["score", "generative", str(tmp_path / "none"), str(tmp_path)]) == 2
+    assert capsys.readouterr().err.count("error") == 3

@@ -170,6 +170,19 @@ def _cmd_cfworld_import(args: argparse.Namespace) -> int:
     return cli_import(args.path, args.out)
 
 
+def _cmd_score(args: argparse.Namespace) -> int:
+    from vrforge.runners.scoring import cli_gap, cli_score_discriminative, cli_score_generative
+
+    if args.score_command == "generative":
+        if args.workers < 1:
+            raise UserError(f"--workers must be at least 1, got {args.workers}")
+        return cli_score_generative(args.dataset, args.outputs, out=args.out, config_resolution=args.resolution,
+                                    tasks=args.tasks, workers=args.workers, quiet=args.quiet)
+    if args.score_command == "discriminative":
+        return cli_score_discriminative(args.dataset, args.results, out=args.out)
+    return cli_gap(args.generative, args.discriminative, out=args.out)
+
+
 def _read_meta(path: Path) -> dict[str, Any]:
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
@@ -237,6 +250,28 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("path", help="the release folder (prompt/, eval_questions/, prompt_ablation/)")
     q.add_argument("--out", help="output folder (default ./cfworld-import)")
     q.set_defaults(func=_cmd_cfworld_import)
+
+    p = sub.add_parser("score", help="score model answers on TACIT (generative, discriminative) and the gap between them")
+    score = p.add_subparsers(dest="score_command", required=True)
+    q = score.add_parser("generative", help="verify model_output/<task>/<difficulty>/<task>_<difficulty>_<NNNN>.png images")
+    q.add_argument("dataset", help="a built TACIT dataset folder")
+    q.add_argument("outputs", help="the model_output folder (or the folder holding it)")
+    q.add_argument("--out", help="report folder (default ./score-generative)")
+    q.add_argument("--resolution", type=int, default=1024, choices=RESOLUTIONS, help="which configs' rows to score against")
+    q.add_argument("--tasks", nargs="+", help="only these tasks")
+    q.add_argument("--workers", type=int, default=1)
+    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    q.set_defaults(func=_cmd_score)
+    q = score.add_parser("discriminative", help='score {"results":[{puzzle_id, task, difficulty, correct_index, selected_index}]}')
+    q.add_argument("dataset", help="a built TACIT dataset folder")
+    q.add_argument("results", help="RESULTS.json in the reference format")
+    q.add_argument("--out", help="report folder (default ./score-discriminative)")
+    q.set_defaults(func=_cmd_score)
+    q = score.add_parser("gap", help="generative vs discriminative accuracy on the same puzzles, per task")
+    q.add_argument("generative", help="results.json of `vrforge score generative` (samples.jsonl beside it)")
+    q.add_argument("discriminative", help="results.json of `vrforge score discriminative` (samples.jsonl beside it)")
+    q.add_argument("--out", help="also write the gap as JSON to this file")
+    q.set_defaults(func=_cmd_score)
 
     p = sub.add_parser("verify", help="check an answer image against a puzzle's meta")
     p.add_argument("task")
