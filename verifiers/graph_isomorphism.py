@@ -19,14 +19,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
 from vrforge.verifiers.graph_nodes import (
+    MIN_RADIUS_PX,
     OFF_PALETTE_LABEL,
     UNCOLOURED_LABEL,
-    check_geometry,
     read_node_labels,
 )
+from vrforge.verifiers.sampling import load_for_layout
 
 CHECKS = ("uncoloured_node", "off_palette", "not_bijective", "edge_mismatch")
 
@@ -50,12 +50,8 @@ def judge(meta: Mapping[str, Any], labels: Sequence[int]) -> dict[str, bool]:
 
 def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
     """Verdict for an answer image: the puzzle with graph B's nodes coloured like A's."""
-    try:
-        rgb = load_rgb(image)
-    except UnusableImage as exc:
-        return Verdict.unusable(str(exc))
-    problem = check_geometry(meta, rgb)
-    if problem:
-        return Verdict.unusable(problem)
+    rgb = load_for_layout(meta, image, meta["layout"]["node_radius"], MIN_RADIUS_PX, "node radius")
+    if isinstance(rgb, Verdict):
+        return rgb
     labels = read_node_labels(meta, rgb, meta["layout"]["nodes_b"])
     return Verdict.from_checks(judge(meta, labels), details={"labels": labels})

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from vrforge.verifiers.sampling import hex_to_rgb, layout_problem, nearest_palette, sample_colours
+from vrforge.verifiers.sampling import hex_to_rgb, nearest_palette, sample_colours
 
 UNCOLOURED_LABEL = -1
 OFF_PALETTE_LABEL = -2
@@ -23,11 +23,6 @@ OFF_PALETTE_LABEL = -2
 MAX_MATCH_DISTANCE = 70.0
 WINDOW_FRACTION = 0.4  # sample window half-size as a fraction of the node radius in pixels
 MIN_RADIUS_PX = 3.0
-
-
-def check_geometry(meta: Mapping[str, Any], rgb: np.ndarray) -> str | None:
-    """Why an image cannot be read against this layout (aspect ratio, size), or None."""
-    return layout_problem(meta["layout"], rgb, meta["layout"]["node_radius"], MIN_RADIUS_PX, "node radius")
 
 
 def read_node_labels(meta: Mapping[str, Any], rgb: np.ndarray, nodes: Sequence[Sequence[float]]) -> list[int]:
