@@ -14,6 +14,7 @@ direction; filled view cells use the shade of the faces that view looks at.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
@@ -44,6 +45,28 @@ PALETTE = {
 VIEW_SHADE = {"top": "top", "front": "left", "side": "right"}  # the face shade each view looks at
 LABEL_KEY = {TOP: "top", LEFT: "left", RIGHT: "right"}
 SUBSET_SAMPLE = 600
+
+@dataclass(frozen=True)
+class VoxelConfig:
+    """Both voxel tasks: an n x n floor and how many columns the solid stands on."""
+
+    size: int
+    min_columns: int
+    max_columns: int
+
+    def validate(self) -> None:
+        if not 2 <= self.size <= 6:
+            raise ValueError(f"size must be in 2..6, got {self.size}")
+        if not 2 <= self.min_columns <= self.max_columns <= self.size**2:
+            raise ValueError("need 2 <= min_columns <= max_columns <= size^2")
+
+
+VOXEL_DIFFICULTIES = {
+    "easy": VoxelConfig(size=3, min_columns=4, max_columns=6),
+    "medium": VoxelConfig(size=4, min_columns=6, max_columns=10),
+    "hard": VoxelConfig(size=5, min_columns=9, max_columns=15),
+}
+
 
 
 def layout(n: int) -> dict[str, Any]:

@@ -18,8 +18,6 @@ mean, nor the odd one out of the five pictures more often than chance (I-RAVEN).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from vrforge.generators.tacit import _voxels
@@ -33,24 +31,7 @@ WALK_STEPS = 160
 POOL_TARGET = 10
 
 
-@dataclass(frozen=True)
-class IsoConfig:
-    size: int
-    min_columns: int
-    max_columns: int
-
-    def validate(self) -> None:
-        if not 2 <= self.size <= 6:
-            raise ValueError(f"size must be in 2..6, got {self.size}")
-        if not 2 <= self.min_columns <= self.max_columns <= self.size**2:
-            raise ValueError("need 2 <= min_columns <= max_columns <= size^2")
-
-
-DIFFICULTIES = {
-    "easy": IsoConfig(size=3, min_columns=4, max_columns=6),
-    "medium": IsoConfig(size=4, min_columns=6, max_columns=10),
-    "hard": IsoConfig(size=5, min_columns=9, max_columns=15),
-}
+DIFFICULTIES = _voxels.VOXEL_DIFFICULTIES
 
 
 def _grey_vector(n: int, labels: np.ndarray) -> np.ndarray:
@@ -65,7 +46,7 @@ def _grey_vector(n: int, labels: np.ndarray) -> np.ndarray:
     return grey[lat.sampled]
 
 
-def generate(config: IsoConfig, rng: np.random.Generator) -> Puzzle:
+def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     n = config.size
     heights = _voxels.drawable_solid(n, (config.min_columns, config.max_columns), rng)
     views = projections(heights)

@@ -20,8 +20,6 @@ the odd one out of the five option pictures (I-RAVEN).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from vrforge.generators.tacit import _voxels
@@ -35,24 +33,7 @@ POOL = 12
 Grid = list[str]
 
 
-@dataclass(frozen=True)
-class OrthoConfig:
-    size: int
-    min_columns: int
-    max_columns: int
-
-    def validate(self) -> None:
-        if not 2 <= self.size <= 6:
-            raise ValueError(f"size must be in 2..6, got {self.size}")
-        if not 2 <= self.min_columns <= self.max_columns <= self.size**2:
-            raise ValueError("need 2 <= min_columns <= max_columns <= size^2")
-
-
-DIFFICULTIES = {
-    "easy": OrthoConfig(size=3, min_columns=4, max_columns=6),
-    "medium": OrthoConfig(size=4, min_columns=6, max_columns=10),
-    "hard": OrthoConfig(size=5, min_columns=9, max_columns=15),
-}
+DIFFICULTIES = _voxels.VOXEL_DIFFICULTIES
 
 
 def _to_grid(array: np.ndarray) -> Grid:
@@ -98,7 +79,7 @@ def _mistakes(view: str, grid: Grid, h: np.ndarray, rng: np.random.Generator) ->
     return [_to_grid(b) for b in out]
 
 
-def generate(config: OrthoConfig, rng: np.random.Generator) -> Puzzle:
+def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     n = config.size
     heights = _voxels.drawable_solid(n, (config.min_columns, config.max_columns), rng)
     h = np.asarray(heights)
