@@ -204,9 +204,9 @@ def test_deterministic():
 
 
 SNAPSHOTS = {
-    "easy": "0ec53e0d2d79695fcba76fe9cbc2ccf33e966ce6407b13f03e8de01204fdf651",
-    "medium": "24584f747eb852b546542ddf144b359082624a36c03fcb2f21981a22ef43aaa3",
-    "hard": "34768a05ace96d891b22b82f15b2ec02d3f119c23434e46733b3d3277384f016",
+    "easy": "a0ad1edc3737314be39c4a03e079ae67ee2899ee1400e7b0819a24b4fbf1dde6",
+    "medium": "769368d2a7f030b8aae6476a5eafedf4b55478b9d9c6128c49d0a856f3a26266",
+    "hard": "0d290dcf9b53c311dcc247ba9a87e16298512e35bf0ef0886c5a55f8aa3e7dbf",
 }
 
 

@@ -188,9 +188,9 @@ def test_pictures_have_no_text_and_share_the_drawing_code(puzzle):
 
 # sha256 of the 512 px solution PNG for seed 0, index 0.
 SNAPSHOTS = {
-    "easy": "2f2717ed8c45c1635d1b1962a08efa4bdf3051e1d797f8a9f456d20cc9a59ee3",
-    "medium": "8720a4bf24cac3b3252324d5ea90490fe39b80a5568e87aaa560e728bcccea13",
-    "hard": "3955f16e8bca3f277527adfe9536ddc770a3511014e41a009de7335e1466f12c",
+    "easy": "dc76ae08af7770106e3725922f8f15dd110b739b47054a4225006c2d27dfc871",
+    "medium": "06e9a7922af2b4e64c4f9a3542a41b2382bb977f8daa877dde210f31795e2443",
+    "hard": "7cf32b60931fa06c0ac152ccd97809df8a76dd34876d7e7339c9725398ab3723",
 }
 
 

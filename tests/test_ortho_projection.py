@@ -162,9 +162,9 @@ def test_pictures_have_no_text(puzzle):
 
 # sha256 of the 512 px solution PNG for seed 0, index 0.
 SNAPSHOTS = {
-    "easy": "a687ca50a99230a977f39e9aabde92344c02bfaef867896dd8c1e1f3cfd5b288",
-    "medium": "79e8a6785bd0dc777dad06847c7954b6667599c3b1a5b9515cd019687445936c",
-    "hard": "ed30207c767234c18d66435559ebd46cff46ade27801c83abaebbec6452d9ea8",
+    "easy": "ef1776468bc38ce9a0d4e44340a317311d4008cbb967ffb02b6095b34823b378",
+    "medium": "5eabe51ec68b9212b44a1226b2f85f1fc6f1ac487acbd2d1eb376a832042d421",
+    "hard": "04974c1e4ac52268b83091d9cf8bfcdb921a3ea42d54791ad1d6610613436509",
 }
 
 

@@ -21,9 +21,9 @@ from vrforge.verifiers import raven as rv
 DIFFS = ("easy", "medium", "hard")
 # sha256 of the 512 px solution PNG for seed 0 (cairosvg rendering); update on a deliberate change.
 SNAPSHOTS = {
-    "easy": "b772dcd384533d69e00c51a95bad49d979d3f070bf36b6a845e991161fe6e174",
-    "medium": "dec759be3bec13b9d6d4a606f0cb9d8df06936145353e98395817973887dc388",
-    "hard": "dbabaf1fce9b8da322a2351a005f9e7129507548a030d84c44fd965fb79c2b49",
+    "easy": "6882843ca1df8a0f50442d6df05bffd02e852860e7997b46b8c9939a197171c7",
+    "medium": "bcfd25e868ccaafa29d31d8989f4dafe63cd4cbc0b671fd8f211badbb4ee3e2d",
+    "hard": "b4c44b798289fdf511524fb3fde0f838e04696889551c1325de1ec849b54248f",
 }
 
 

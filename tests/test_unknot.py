@@ -157,9 +157,9 @@ def test_config_validation():
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
 # drawing or encoding changes these.
 SNAPSHOTS = {
-    "easy": "cf89dd675d74aa0c5d2e028f0003a54da70192030f4c412dd8e2ae79bb9c6a6f",
-    "medium": "4eb1650016ac25798374114dd7799682f906e60835fd4c449ff6b2d4b629ef0d",
-    "hard": "6f5d6b85fe5e156f6a3869e6b89bf42130a9dd6d4406cb3253128b59f03a147b",
+    "easy": "82335658a9aeac32c14869cd6bae6303ff38868ca6ab272ed2f642d1e42834ca",
+    "medium": "7f88e435d79bdae6fae149f1cd606076599fdac31a31bcc8ba6d1608c3452683",
+    "hard": "a5fded25919ffb45d5ebb768bee8f58fe76e0d2105476f5b310f643bf45d85cf",
 }
 
 
