@@ -23,7 +23,7 @@ DIFFICULTIES = ("easy", "medium", "hard")
 SNAPSHOTS = {
     "easy": "58fdb241b741ae569c2473289290fac9aed329c362e2f30ef3bd2b5ad7d89ba2",
     "medium": "8873cc2c517b12c5a2b59a2d81b5056890fda1e7a3cfa4569ee2398f2856bedf",
-    "hard": "5d7e475ad4731f06ed00e0167328e89065b16dc30e98e6b31a396378a0e0f90c",
+    "hard": "f92adefc257bb72b02f0ea12c198b4be268473ca29977a0037daf6fc05dc7a9a",
 }
 
 

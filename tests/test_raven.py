@@ -21,9 +21,9 @@ from vrforge.verifiers import raven as rv
 DIFFS = ("easy", "medium", "hard")
 # sha256 of the 512 px solution PNG for seed 0 (cairosvg rendering); update on a deliberate change.
 SNAPSHOTS = {
-    "easy": "6882843ca1df8a0f50442d6df05bffd02e852860e7997b46b8c9939a197171c7",
-    "medium": "bcfd25e868ccaafa29d31d8989f4dafe63cd4cbc0b671fd8f211badbb4ee3e2d",
-    "hard": "b4c44b798289fdf511524fb3fde0f838e04696889551c1325de1ec849b54248f",
+    "easy": "044ff75771cd5b2bb5645e22f0d3fa06310f9e615f21cc37fd0dc2225d22fc46",
+    "medium": "b899fdf54f1c3b43ad91877d9cd4e19d6337461403cb62fe0b7e101fa91bd8eb",
+    "hard": "594bae3e18352f5dc2e3cd01cb9f300d7f155e44e8c9dfe957faa0df2e4b1a8f",
 }
 
 
