@@ -11,7 +11,6 @@ hard. ``audit.json`` records every figure and the manifest's sha256, which publi
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import math
 import multiprocessing
@@ -21,14 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import datasets
-import numpy as np
 import pyarrow.parquet as pq
 import yaml
-from PIL import Image
 from tqdm import tqdm
 
 from vrforge.builds.fileio import sha256_file, write_json_atomic
 from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
+from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.registry import DIFFICULTIES, UnknownTask, get_task
 from vrforge.schemas.tacit import meta_errors
 
@@ -73,8 +71,9 @@ def card_configs(card: str) -> dict[str, dict[str, str]]:
             for c in card_metadata(card).get("configs", [])}
 
 
-def _audit_shard(path: str) -> dict[str, Any]:
-    """Every per-row check for one parquet file, plus picker choices and answer positions."""
+def _audit_shard(job: tuple[str, bool]) -> dict[str, Any]:
+    """Every per-row check for one parquet file, plus (``with_picks``) the picker choices."""
+    path, with_picks = job
     failures: list[str] = []
     picks: list[tuple[str, dict[str, int], int]] = []
     rows = 0
@@ -91,20 +90,25 @@ def _audit_shard(path: str) -> dict[str, Any]:
         errors = meta_errors(row["task"], meta)
         if errors:
             failures.append(f"{rid}: meta does not match its schema ({errors[0]})")
-        solution = row["solution"]["bytes"]
+        try:  # each image is decoded once, then verified, compared and (maybe) picked from
+            solution = load_rgb(row["solution"]["bytes"])
+            distractors = [load_rgb(d["bytes"]) for d in row["distractors"]]
+        except UnusableImage as exc:
+            failures.append(f"{rid}: an option image cannot be read ({exc})")
+            continue
         verdict = spec.verify(meta, solution)
         if not verdict.passed:
             failures.append(f"{rid}: solution fails ({verdict.reason})")
-        distractors = [d["bytes"] for d in row["distractors"]]
-        for png, name in zip(distractors, row["distractor_violations"]):
-            failed = spec.verify(meta, png).failed
+        for image, name in zip(distractors, row["distractor_violations"]):
+            failed = spec.verify(meta, image).failed
             if failed != [name]:
                 failures.append(f"{rid}: distractor '{name}' fails {failed or 'nothing'}")
-        options = [np.asarray(Image.open(io.BytesIO(png)).convert("RGB")) for png in distractors]
-        options.insert(row["answer_index"], np.asarray(Image.open(io.BytesIO(solution)).convert("RGB")))
+        options = list(distractors)
+        options.insert(row["answer_index"], solution)
         if len({hashlib.sha256(o.tobytes()).digest() for o in options}) != len(options):
             failures.append(f"{rid}: two options are identical pixels")
-        picks.append((row["task"], pick_all(options), row["answer_index"]))
+        if with_picks:
+            picks.append((row["task"], pick_all(options), row["answer_index"]))
     return {"path": path, "rows": rows, "failures": failures, "picks": picks}
 
 
@@ -162,10 +166,10 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
                 problems.append(f"{config}/{split}: {counted.get(config, {}).get(split)} rows, manifest says {count}")
 
     # Every row, every resolution.
-    paths = [str(p) for files in shard_paths.values() for p in files]
-    results = _map(_audit_shard, paths, workers, progress)
-    row_failures = [f for r in results for f in r["failures"]]
     smallest_configs = _smallest_resolution_configs(manifest)
+    jobs = [(str(p), p.parent.name in smallest_configs) for files in shard_paths.values() for p in files]
+    results = _map(_audit_shard, jobs, workers, progress)
+    row_failures = [f for r in results for f in r["failures"]]
     choices: dict[str, list[dict[str, int]]] = defaultdict(list)
     answers: dict[str, list[int]] = defaultdict(list)
     for result in results:
@@ -229,7 +233,7 @@ def _smallest_resolution_configs(manifest: dict[str, Any]) -> set[str]:
     return {config_name(task, smallest) for task in recipe.get("tasks", {})}
 
 
-def _map(function, items: list[str], workers: int, progress: bool) -> list[dict[str, Any]]:
+def _map(function, items: list, workers: int, progress: bool) -> list[dict[str, Any]]:
     bar = tqdm(total=len(items), desc="audit shards", unit="shard", disable=not progress, dynamic_ncols=True)
     results = []
     try:
