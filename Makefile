@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 RECIPE ?= builds/recipes/tacit.toml
 WORKERS ?= 2
 OUT ?= datasets/tacit
+LIMIT ?=
+LIMIT_FLAG := $(if $(LIMIT),--limit $(LIMIT),)
 
 .PHONY: install dataset sample test test-all bench lint clean
 
@@ -17,7 +19,7 @@ $(BIN)/vrforge: pyproject.toml
 install: $(BIN)/vrforge
 
 dataset: install
-	$(BIN)/vrforge build $(RECIPE) --workers $(WORKERS) --out $(OUT)
+	$(BIN)/vrforge build $(RECIPE) --workers $(WORKERS) --out $(OUT) $(LIMIT_FLAG)
 	$(BIN)/vrforge audit $(OUT) --workers $(WORKERS)
 
 sample: install
