@@ -26,6 +26,7 @@ from PIL import Image
 
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
+from vrforge.verifiers.voxel_drawing import draw_scene
 from vrforge.verifiers.voxels import VIEWS, interpretations, projections, read_triangles, ssim, usable_reason
 
 CHECKS = ("top_mismatch", "front_mismatch", "side_mismatch")
@@ -54,11 +55,10 @@ def judge(meta: Mapping[str, Any], labels: np.ndarray) -> tuple[dict[str, bool],
 
 def reference_ssim(meta: Mapping[str, Any], rgb: np.ndarray) -> float:
     """SSIM between ``rgb`` and the reference solution drawn at the same size."""
-    from vrforge.generators.tacit import _voxels  # the shared drawing code (lazy: generators import this module)
     from vrforge.render import rasterise_cached
 
     height, width = rgb.shape[:2]
-    reference = rasterise_cached(_voxels.draw_scene(meta, heights=meta["heights"], views=meta["views"]), width)
+    reference = rasterise_cached(draw_scene(meta, heights=meta["heights"], views=meta["views"]), width)
     answer = Image.fromarray(rgb)
     if answer.size != reference.size:
         answer = answer.resize(reference.size, Image.Resampling.BILINEAR)
