@@ -117,3 +117,13 @@ def test_every_mode_becomes_rgb(mode):
 def test_transparent_pixels_become_white():
     image = Image.new("RGBA", (20, 20), (0, 0, 0, 0))
     assert load_rgb(png_bytes(image))[5, 5].tolist() == [255, 255, 255]
+
+
+def test_verifiers_never_import_generator_code():
+    # DESIGN: verification needs only the row and an image, so a verifier keeps working on
+    # data built by an older generator.
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "verifiers"
+    offenders = [p.name for p in root.glob("*.py") if "vrforge.generators" in p.read_text(encoding="utf-8")]
+    assert offenders == []
