@@ -25,7 +25,8 @@ import numpy as np
 import svgwrite
 
 from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
-from vrforge.verifiers._ca_common import decode, max_count
+from vrforge.types import Puzzle
+from vrforge.verifiers._ca_common import decode, encode, max_count
 
 CELL = 20  # SVG units per grid cell
 MARGIN = 20
@@ -247,3 +248,11 @@ def draw_scene(meta: dict, result: np.ndarray | None, table: np.ndarray) -> str:
     draw_grid(drawing, meta, layout["result_origin"], result, ring=False)
     draw_table(drawing, meta, table)
     return to_string(drawing)
+
+
+def assemble(meta: dict, solution: np.ndarray, chosen: Sequence[tuple[str, np.ndarray]], stats: dict[str, float],
+             rng: np.random.Generator) -> Puzzle:
+    """The puzzle from the four chosen (violation, grid) distractors, shown in random order."""
+    order = rng.permutation(4).tolist()
+    return Puzzle(meta=meta, solution=encode(solution), distractors=tuple(encode(chosen[i][1]) for i in order),
+                  violations=tuple(chosen[i][0] for i in order), answer_index=int(rng.integers(5)), stats=stats)

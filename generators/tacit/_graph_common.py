@@ -20,6 +20,7 @@ import networkx as nx
 import numpy as np
 
 from vrforge.svgdraw import fmt, segments_path
+from vrforge.types import RejectedPuzzle
 from vrforge.verifiers.graph_nodes import OFF_PALETTE_LABEL, UNCOLOURED_LABEL
 from vrforge.verifiers.sampling import hex_to_rgb
 
@@ -379,3 +380,14 @@ def pick_distractors(labels: Sequence[int], by_kind: Mapping[str, list[list[int]
     index = np.concatenate([np.zeros((len(sets), 1), dtype=np.int64), sets + 1], axis=1)
     best = sets[least_revealing(features[index], rng)].tolist()
     return [flat[best[i]] for i in rng.permutation(count).tolist()]
+
+
+def distractors_at_sites(meta: Mapping[str, Any], labels: Sequence[int], sites: Sequence[int], values: Sequence[int],
+                         judge: Callable[[list[int]], Mapping[str, bool]], kinds: Sequence[str], off_colour: str,
+                         rng: np.random.Generator, tries: int) -> list[tuple[str, list[int]]]:
+    """Every judged combination of ``values`` at ``sites``, then the least revealing set of four."""
+    by_kind = site_variants(labels, sites, values, judge)
+    try:
+        return pick_distractors(labels, by_kind, kinds, meta["palette"], off_colour, rng, tries=tries)
+    except ValueError as exc:
+        raise RejectedPuzzle(f"distractors: {exc}") from None

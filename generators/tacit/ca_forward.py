@@ -100,9 +100,6 @@ def generate(config: CaForwardConfig, rng: np.random.Generator) -> Puzzle:
     else:
         raise RejectedPuzzle(f"no rule and start grid with all four distractor kinds in {TRIES} draws")
 
-    order = rng.permutation(4).tolist()
-    distractors = tuple(encode(chosen[i][1]) for i in order)
-    violations = tuple(chosen[i][0] for i in order)
     stats = {
         "cells": float(config.size**2),
         "states": float(config.states),
@@ -110,8 +107,7 @@ def generate(config: CaForwardConfig, rng: np.random.Generator) -> Puzzle:
         "rule_entries": float(rule.size),
         "changed_cells": float((end != start).sum()),
     }
-    return Puzzle(meta=meta, solution=encode(end), distractors=distractors, violations=violations,
-                  answer_index=int(rng.integers(5)), stats=stats)
+    return common.assemble(meta, end, chosen, stats, rng)
 
 
 def _distractors(meta: dict, end: np.ndarray, rng: np.random.Generator) -> list[tuple[str, np.ndarray]] | None:

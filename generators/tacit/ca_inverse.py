@@ -113,17 +113,13 @@ def generate(config: CaInverseConfig, rng: np.random.Generator) -> Puzzle:
     else:
         raise RejectedPuzzle(f"no rule and start grid with a unique answer and all distractor kinds in {TRIES} draws")
 
-    order = rng.permutation(4).tolist()
-    distractors = tuple(encode(chosen[i][1]) for i in order)
-    violations = tuple(chosen[i][0] for i in order)
     stats = {
         "cells": float(config.size**2),
         "states": float(config.states),
         "rule_entries": float(rule.size),
         "unknown_entries": float(len(pairs)),
     }
-    return Puzzle(meta=meta, solution=encode(rule), distractors=distractors, violations=violations,
-                  answer_index=int(rng.integers(5)), stats=stats)
+    return common.assemble(meta, rule, chosen, stats, rng)
 
 
 def _kind(edits: tuple[tuple[int, int], ...]) -> str:

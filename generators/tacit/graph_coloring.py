@@ -180,12 +180,8 @@ def _distractors(meta: dict, labels: list[int], off_colour: str, rng: np.random.
     n, k = len(labels), meta["colours"]
     sites = sorted(rng.choice(n, size=min(SITES, n), replace=False).tolist())
     values = list(range(k)) + [gc.UNCOLOURED_LABEL, gc.OFF_PALETTE_LABEL]
-    by_kind = gc.site_variants(labels, sites, values, lambda candidate: verifier.judge(meta, candidate))
-    try:
-        return gc.pick_distractors(labels, by_kind, verifier.CHECKS, meta["palette"], off_colour, rng,
-                                   tries=CANDIDATE_SETS)
-    except ValueError as exc:
-        raise RejectedPuzzle(f"distractors: {exc}") from None
+    return gc.distractors_at_sites(meta, labels, sites, values, lambda candidate: verifier.judge(meta, candidate),
+                                   verifier.CHECKS, off_colour, rng, CANDIDATE_SETS)
 
 
 # ---------------------------------------------------------------- drawing
