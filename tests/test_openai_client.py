@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import pickle
 import time
 from pathlib import Path
 
@@ -117,6 +118,8 @@ def test_all_attempts_malformed_raise_one_line(sleeps):
             client.complete_json(MESSAGES, SCHEMA, "verdict")
     assert caught.value.kind == "malformed"
     assert "\n" not in str(caught.value) and "3 attempts" in str(caught.value)
+    copy = pickle.loads(pickle.dumps(caught.value))  # crosses process pools intact
+    assert (copy.kind, copy.message) == (caught.value.kind, caught.value.message)
     assert len(fake.requests) == 3 and client.usage.requests == 3 and sleeps == [0.01, 0.02]
 
 
@@ -187,8 +190,8 @@ def test_key_is_sent_but_never_in_errors_or_cache(sleeps, tmp_path, monkeypatch)
 
 def test_missing_key_env_sends_placeholder(sleeps, monkeypatch):
     monkeypatch.delenv("VRFORGE_TEST_KEY", raising=False)
-    with FakeOpenAI(answers=[GOOD]) as fake:
-        make_client(fake, sleeps).complete_json(MESSAGES, SCHEMA, "verdict")
+    with FakeOpenAI(answers=[GOOD]) as fake, make_client(fake, sleeps) as client:
+        client.complete_json(MESSAGES, SCHEMA, "verdict")
     assert fake.headers[0]["authorization"] == "Bearer EMPTY"
 
 

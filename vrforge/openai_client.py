@@ -85,6 +85,9 @@ class ChatError(Exception):
         self.message = _one_line(message)
         super().__init__(f"{kind}: {self.message}")
 
+    def __reduce__(self):  # survives pickling across worker processes
+        return (type(self), (self.kind, self.message))
+
 
 class _AttemptFailed(Exception):
     """One attempt's failure; ``retry`` says whether another attempt may succeed."""
@@ -174,6 +177,16 @@ class ChatClient:
     def usage_dict(self) -> dict[str, int]:
         with self._lock:
             return self.usage.as_dict()
+
+    def close(self) -> None:
+        """Release the HTTP connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # -- one call: cache, attempts, backoff -------------------------------------------------------
 
