@@ -104,19 +104,19 @@ def image_score(questions: Sequence[ScoredQuestion], dimension_weights: Mapping[
 def gate(level_scores: Mapping[str, float | None], threshold: float = DEFAULT_THRESHOLD) -> dict[str, float | None]:
     """Apply the L1 gate to one scenario's {level: S}: S_L2 = S_L3 = 0 when S_L1 < threshold.
 
-    A level whose S is None (not judged) stays None; when S_L1 itself is None the gate cannot
-    be decided and L2/L3 become None too (they are left out of the means).
+    A gated scenario's L2/L3 are 0 even when they were not judged (``--skip-gated``). When
+    S_L1 is None the gate cannot be decided and L2/L3 become None (left out of the means); an
+    ungated level whose S is None stays None.
     """
     s1 = level_scores.get("l1")
     out: dict[str, float | None] = {"l1": s1}
     for level in ("l2", "l3"):
-        value = level_scores.get(level)
-        if s1 is None or value is None:
+        if s1 is None:
             out[level] = None
         elif s1 < threshold:
             out[level] = 0.0
         else:
-            out[level] = value
+            out[level] = level_scores.get(level)
     return out
 
 

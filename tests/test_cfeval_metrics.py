@@ -83,6 +83,8 @@ def test_gate():
     # an unjudged L1 leaves the gate undecided: L2/L3 drop out of the means
     assert m.gate({"l1": None, "l2": 0.9, "l3": 0.7}) == {"l1": None, "l2": None, "l3": None}
     assert m.gate({"l1": 0.9, "l2": None, "l3": 0.7}) == {"l1": 0.9, "l2": None, "l3": 0.7}
+    # gated images need no judgement: they count as 0 either way
+    assert m.gate({"l1": 0.2}) == {"l1": 0.2, "l2": 0.0, "l3": 0.0}
 
 
 def test_model_summary_overall():

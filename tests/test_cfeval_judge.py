@@ -1,0 +1,346 @@
+"""The CF-Eval judge against a scripted loopback endpoint (tests/fakeopenai.py)."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from tests.fakeopenai import Delay, FakeOpenAI
+from vrforge.openai_client import ChatClient, ChatConfig
+from vrforge.runners import cfeval_judge as cj
+from vrforge.runners.cfeval_personas import PERSONAS, PersonaError, parse_persona_spec
+from vrforge.schemas.cfworld import LEVELS, Level, Provenance, Question, Scenario
+
+RELEASE = Path("/work/shared/external/cf-world")
+WEIGHTS = {"visual_integrity": 3.0, "assessment_point": 15.0, "logic_consistency": 8.0}
+MARK = re.compile(r"\[(\w+)-(l\d)-(\w+)\]")
+
+
+def make_scenario(sid: str, domain: str) -> Scenario:
+    questions = tuple(
+        Question(level=level, dimension=dim, question=f"[{sid}-{level}-{dim}] does the image show it?",
+                 criteria=f"criteria for {dim} at {level}", weight=w, source_id=f"{sid}{level}{i}")
+        for level in LEVELS for i, (dim, w) in enumerate(WEIGHTS.items())
+    )
+    levels = {lvl: Level(prompt=f"{sid} prompt {lvl}", assessment_point=f"{sid} point {lvl}") for lvl in LEVELS}
+    return Scenario(id=sid, domain=domain, subdomain="x", law="", counterfactual="if", levels=levels,
+                    questions=questions, provenance=Provenance(kind="manual"))
+
+
+SCENARIOS = [make_scenario("A", "physics"), make_scenario("B", "biology"), make_scenario("C", "physics")]
+
+
+def png(colour: tuple[int, int, int]) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (32, 32), colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def images(tmp_path) -> Path:
+    root = tmp_path / "images"
+    for n, scenario in enumerate(SCENARIOS):
+        for k, level in enumerate(LEVELS):
+            path = root / scenario.id / f"{level}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(png((40 * n, 60 * k, 7)))
+    return root
+
+
+def user_text(request: dict) -> str:
+    return request["messages"][1]["content"][1]["text"]
+
+
+def marks(request: dict) -> list[tuple[str, str, str]]:
+    return MARK.findall(user_text(request))
+
+
+# scenario -> level -> score per dimension (visual_integrity, assessment_point, logic_consistency)
+SCORES = {
+    "A": {"l1": (1, 1, 1), "l2": (1, 0.5, 0.5), "l3": (1, 0, 0.5)},
+    "B": {"l1": (1, 0, 0.5), "l2": (1, 1, 1), "l3": (1, 1, 1)},   # S_L1 = (3 + 4) / 26 < 0.5: gated
+    "C": {"l1": (1, 0.5, 0.5), "l2": (0, 0, 0), "l3": (0.5, 0.5, 0)},
+}
+
+
+def answer_for(request: dict) -> dict:
+    found = marks(request)
+    sid, level = found[0][0], found[0][1]
+    return {f"q{i}": {"reasoning": f"looked at {dim}", "score": SCORES[sid][level][i - 1]}
+            for i, (_, _, dim) in enumerate(found, 1)}
+
+
+def expected_s(sid: str, level: str) -> float:
+    return sum(w * s for w, s in zip(WEIGHTS.values(), SCORES[sid][level])) / 26
+
+
+def client_for(fake: FakeOpenAI, cache_dir: Path | None = None, **overrides) -> ChatClient:
+    config = ChatConfig(base_url=fake.base_url, model="judge-vl", timeout_s=overrides.pop("timeout_s", 5.0),
+                        max_retries=overrides.pop("max_retries", 2), backoff_s=0.0, **overrides)
+    return ChatClient(config, cache_dir, sleep=lambda _s: None)
+
+
+# --------------------------------------------------------------------------- one request per image
+
+
+def test_one_request_per_image_with_all_questions_and_the_image(images):
+    with FakeOpenAI(responder=answer_for) as fake:
+        records = cj.judge_run(client_for(fake), SCENARIOS, images, cj.JudgeSettings(workers=2))
+    assert len(fake.requests) == 9
+    assert len(records) == 9
+    seen = set()
+    for request in fake.requests:
+        found = marks(request)
+        sid, level = found[0][:2]
+        assert {(m[0], m[1]) for m in found} == {(sid, level)}          # only this image's questions
+        assert [m[2] for m in found] == list(WEIGHTS)                    # all three of them
+        part = request["messages"][1]["content"][0]
+        assert part["type"] == "image_url"
+        expected_url = "data:image/png;base64," + base64.b64encode((images / sid / f"{level}.png").read_bytes()).decode()
+        assert part["image_url"]["url"] == expected_url
+        schema = request["response_format"]["json_schema"]["schema"]
+        assert schema["required"] == ["q1", "q2", "q3"]
+        seen.add((sid, level))
+    assert len(seen) == 9
+    by_key = {(r["scenario_id"], r["level"]): r for r in records}
+    for (sid, level), record in by_key.items():
+        assert record["status"] == "ok"
+        assert record["S"] == pytest.approx(expected_s(sid, level))
+        assert record["judge"] == "judge-vl"
+        assert record["usage"]["requests"] == 1 and record["usage"]["prompt_tokens"] > 0
+        assert [q["dimension"] for q in record["questions"]] == list(WEIGHTS)
+    assert [(r["scenario_id"], r["level"]) for r in records] == [(s, lvl) for s in "ABC" for lvl in LEVELS]
+
+
+def test_personas_per_level(images):
+    with FakeOpenAI(responder=answer_for) as fake:
+        cj.judge_run(client_for(fake), SCENARIOS[:1], images, cj.JudgeSettings(workers=1))
+        cj.judge_run(client_for(fake), SCENARIOS[:1], images,
+                     cj.JudgeSettings(personas=parse_persona_spec("l1=strict,l2=balanced"), workers=1))
+    systems = [(marks(r)[0][1], r["messages"][0]["content"]) for r in fake.requests]
+    assert systems[:3] == [("l1", PERSONAS["balanced"].system), ("l2", PERSONAS["strict"].system), ("l3", PERSONAS["strict"].system)]
+    assert systems[3:] == [("l1", PERSONAS["strict"].system), ("l2", PERSONAS["balanced"].system), ("l3", PERSONAS["strict"].system)]
+
+
+def test_persona_spec():
+    assert parse_persona_spec(None) == {"l1": "balanced", "l2": "strict", "l3": "strict"}
+    assert parse_persona_spec("strict") == {"l1": "strict", "l2": "strict", "l3": "strict"}
+    assert parse_persona_spec("l3=balanced") == {"l1": "balanced", "l2": "strict", "l3": "balanced"}
+    for bad in ("l4=strict", "l1=lenient", "l1", "l1=strict,,"):
+        with pytest.raises(PersonaError):
+            parse_persona_spec(bad)
+
+
+# --------------------------------------------------------------------------- bad answers
+
+
+def valid(count: int = 3, score: float = 1) -> dict:
+    return {f"q{i}": {"reasoning": "ok", "score": score} for i in range(1, count + 1)}
+
+
+def test_malformed_then_valid(images):
+    with FakeOpenAI(answers=["this is not JSON {", valid()]) as fake:
+        records = cj.judge_run(client_for(fake), SCENARIOS[:1], images, cj.JudgeSettings(levels=("l1",), workers=1))
+    assert len(fake.requests) == 2
+    assert records[0]["status"] == "ok"
+    assert records[0]["S"] == 1.0
+    assert records[0]["usage"]["requests"] == 2
+
+
+def test_partial_answer_is_retried_then_recorded_as_failure(images):
+    partial = {"q1": {"reasoning": "ok", "score": 1}, "q3": {"reasoning": "ok", "score": 1}}
+    with FakeOpenAI(answers=[partial, partial, partial]) as fake:
+        records = cj.judge_run(client_for(fake, max_retries=2), SCENARIOS[:1], images, cj.JudgeSettings(levels=("l1",), workers=1))
+    assert len(fake.requests) == 3
+    record = records[0]
+    assert record["status"] == "failed"
+    assert record["S"] is None
+    assert record["error"].startswith("invalid:") and "q2" in record["error"]
+
+
+def test_partial_then_complete(images):
+    partial = {"q1": {"reasoning": "ok", "score": 1}}
+    with FakeOpenAI(answers=[partial, valid(score=0.5)]) as fake:
+        records = cj.judge_run(client_for(fake), SCENARIOS[:1], images, cj.JudgeSettings(levels=("l1",), workers=1))
+    assert len(fake.requests) == 2
+    assert records[0]["status"] == "ok" and records[0]["S"] == 0.5
+
+
+def test_non_numeric_score_is_retried(images):
+    bad = valid()
+    bad["q2"] = {"reasoning": "ok", "score": "high"}
+    with FakeOpenAI(answers=[bad, valid()]) as fake:
+        records = cj.judge_run(client_for(fake), SCENARIOS[:1], images, cj.JudgeSettings(levels=("l1",), workers=1))
+    assert len(fake.requests) == 2 and records[0]["status"] == "ok"
+
+
+def test_timeout_is_recorded_as_failure(images):
+    with FakeOpenAI(answers=[Delay(3.0, valid())]) as fake:
+        records = cj.judge_run(client_for(fake, timeout_s=0.3, max_retries=0), SCENARIOS[:1], images,
+                               cj.JudgeSettings(levels=("l1",), workers=1))
+    assert len(fake.requests) == 1
+    assert records[0]["status"] == "failed"
+    assert records[0]["error"].startswith("timeout:")
+
+
+def test_scores_are_clipped_and_optionally_snapped(images):
+    answer = {"q1": {"reasoning": "", "score": 1.4}, "q2": {"reasoning": "", "score": 0.7}, "q3": {"reasoning": "", "score": -0.2}}
+    with FakeOpenAI(answers=[answer, answer]) as fake:
+        clipped = cj.judge_run(client_for(fake), SCENARIOS[:1], images, cj.JudgeSettings(levels=("l1",), workers=1))[0]
+        snapped = cj.judge_run(client_for(fake), SCENARIOS[:1], images, cj.JudgeSettings(levels=("l1",), snap=True, workers=1))[0]
+    assert [q["score"] for q in clipped["questions"]] == [1.0, 0.7, 0.0]
+    assert [q["raw_score"] for q in clipped["questions"]] == [1.4, 0.7, -0.2]
+    assert clipped["clipped"] == 2
+    assert clipped["S"] == pytest.approx((3 * 1.0 + 15 * 0.7) / 26)
+    assert [q["score"] for q in snapped["questions"]] == [1.0, 0.5, 0.0]
+    assert snapped["S"] == pytest.approx((3 + 7.5) / 26)
+
+
+# --------------------------------------------------------------------------- cache, gating, missing images
+
+
+def test_rerun_from_cache_sends_no_request(images, tmp_path):
+    cache = tmp_path / "cache"
+    with FakeOpenAI(responder=answer_for) as fake:
+        first = cj.judge_run(client_for(fake, cache), SCENARIOS, images, cj.JudgeSettings(workers=2))
+        assert len(fake.requests) == 9
+        second = cj.judge_run(client_for(fake, cache), SCENARIOS, images, cj.JudgeSettings(workers=2))
+        assert len(fake.requests) == 9  # zero new requests
+        # another persona is another request: the persona is part of the cache key
+        strict = cj.JudgeSettings(personas=parse_persona_spec("strict"), workers=1)
+        cj.judge_run(client_for(fake, cache), SCENARIOS[:1], images, strict)
+        assert len(fake.requests) == 10  # only A's L1 changes persona (L2/L3 are strict already)
+    assert all(r["cached"] for r in second) and not any(r["cached"] for r in first)
+    assert [r["S"] for r in first] == [r["S"] for r in second]
+    assert all(r["usage"]["requests"] == 0 and r["usage"]["cache_hits"] == 1 for r in second)
+
+
+def test_skip_gated_sends_no_request_for_gated_scenarios(images):
+    with FakeOpenAI(responder=answer_for) as fake:
+        records = cj.judge_run(client_for(fake), SCENARIOS, images, cj.JudgeSettings(skip_gated=True, workers=2))
+    asked = sorted({(m[0], m[1]) for r in fake.requests for m in marks(r)})
+    assert asked == [("A", "l1"), ("A", "l2"), ("A", "l3"), ("B", "l1"), ("C", "l1"), ("C", "l2"), ("C", "l3")]
+    by_key = {(r["scenario_id"], r["level"]): r for r in records}
+    assert by_key[("B", "l2")]["status"] == "gated" and by_key[("B", "l3")]["status"] == "gated"
+    assert by_key[("B", "l2")]["usage"]["requests"] == 0
+    results = cj.summarize(records, cj.JudgeSettings(skip_gated=True), {"model": "judge-vl"}, "t2i")
+    overall = results["metrics"]["overall"]
+    e1 = (expected_s("A", "l1") + expected_s("B", "l1") + expected_s("C", "l1")) / 3
+    e2 = (expected_s("A", "l2") + 0 + expected_s("C", "l2")) / 3
+    e3 = (expected_s("A", "l3") + 0 + expected_s("C", "l3")) / 3
+    assert (overall["l1"], overall["l2"], overall["l3"]) == pytest.approx((e1, e2, e3))
+    assert overall["prr"] == pytest.approx(e2 / math.sqrt(e1))
+    assert overall["rrr"] == pytest.approx(e3 / math.sqrt(e2))
+    assert results["counts"]["gated"] == 2
+
+
+def test_gating_without_skipping_still_zeroes(images):
+    with FakeOpenAI(responder=answer_for) as fake:
+        records = cj.judge_run(client_for(fake), SCENARIOS, images, cj.JudgeSettings(workers=1))
+    assert len(fake.requests) == 9
+    per_domain = cj.summarize(records, cj.JudgeSettings(), {"model": "judge-vl"}, "t2i")["metrics"]["per_domain"]
+    assert per_domain["biology"]["l2"] == 0.0 and per_domain["biology"]["l3"] == 0.0
+    assert per_domain["physics"]["l2"] == pytest.approx((expected_s("A", "l2") + expected_s("C", "l2")) / 2)
+
+
+def test_missing_and_unusable_images_score_zero_without_a_request(images):
+    (images / "A" / "l2.png").unlink()
+    (images / "A" / "l3.png").write_bytes(b"\x89PNG\r\n\x1a\n truncated")
+    with FakeOpenAI(responder=answer_for) as fake:
+        records = cj.judge_run(client_for(fake), SCENARIOS[:1], images, cj.JudgeSettings(workers=1))
+    assert len(fake.requests) == 1
+    assert [(r["status"], r["S"]) for r in records][1:] == [("missing_image", 0.0), ("unusable_image", 0.0)]
+
+
+# --------------------------------------------------------------------------- CLI and inputs
+
+
+def cli_args(**values) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    cj.add_judge_arguments(parser)
+    argv = []
+    for key, value in values.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        else:
+            argv += [flag, str(value)]
+    return parser.parse_args(argv)
+
+
+def write_scenarios(path: Path, scenarios: list[Scenario]) -> Path:
+    path.write_text("".join(json.dumps(s.to_dict()) + "\n" for s in scenarios), encoding="utf-8")
+    return path
+
+
+def test_cli_writes_identical_files_for_identical_runs(images, tmp_path, capsys):
+    scenarios = write_scenarios(tmp_path / "scenarios.jsonl", SCENARIOS)
+    outputs = []
+    for run in ("one", "two"):
+        with FakeOpenAI(responder=answer_for) as fake:
+            code = cj.cli_judge(cli_args(scenarios=scenarios, images=images, out=tmp_path / run, base_url=fake.base_url,
+                                         model="judge-vl", label="t2i", no_cache=True, backoff=0, workers=2))
+        assert code == 0
+        outputs.append(((tmp_path / run / "results.json").read_bytes(), (tmp_path / run / "judgements.jsonl").read_bytes()))
+    assert outputs[0] == outputs[1]
+    results = json.loads(outputs[0][0])
+    assert results["model"] == "t2i" and results["judge"]["model"] == "judge-vl"
+    assert results["counts"]["ok"] == 9 and results["usage"]["requests"] == 9
+    assert results["personas"] == {"l1": "balanced", "l2": "strict", "l3": "strict"}
+    assert len(outputs[0][1].decode().splitlines()) == 9
+    assert "PRR" in capsys.readouterr().out
+
+
+def test_cli_failure_exit_code(images, tmp_path):
+    scenarios = write_scenarios(tmp_path / "scenarios.jsonl", SCENARIOS[:1])
+    with FakeOpenAI(answers=["nope"] * 20) as fake:
+        code = cj.cli_judge(cli_args(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
+                                     model="m", max_retries=0, backoff=0, levels="l1", no_cache=True))
+    assert code == 1
+    results = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert results["counts"]["failed"] == 1 and results["failures"][0]["error"].startswith("malformed:")
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"images": "/nonexistent/images"}, "no such images folder"),
+    ({"scenarios": "/nonexistent/s.jsonl"}, "no such scenario file"),
+    ({"persona": "l1=lenient"}, "unknown persona"),
+    ({"threshold": "1.5"}, "--threshold"),
+    ({"weights": "colour=3"}, "--weights"),
+    ({"levels": "l4"}, "--levels"),
+])
+def test_cli_bad_input_is_one_line(images, tmp_path, capsys, change, message):
+    scenarios = write_scenarios(tmp_path / "scenarios.jsonl", SCENARIOS[:1])
+    values = {"scenarios": scenarios, "images": images, "out": tmp_path / "o", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    values.update(change)
+    assert cj.cli_judge(cli_args(**values)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and message in err and "\n" not in err
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_bad_scenario_file(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x"}\n', encoding="utf-8")
+    with pytest.raises(cj.CFEvalError, match="bad.jsonl:1"):
+        cj.load_scenarios(bad)
+    bad.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(cj.CFEvalError, match="not valid JSON"):
+        cj.load_scenarios(bad)
+
+
+@pytest.mark.skipif(not RELEASE.is_dir(), reason="the CF-World release is not on this machine")
+def test_loads_the_official_release():
+    scenarios = cj.load_scenarios(RELEASE)
+    assert len(scenarios) > 1000
+    assert [s.id for s in scenarios] == sorted(s.id for s in scenarios)
+    weights = {(q.dimension, q.weight) for s in scenarios for q in s.questions}
+    assert weights == {("visual_integrity", 3.0), ("assessment_point", 15.0), ("logic_consistency", 8.0)}
