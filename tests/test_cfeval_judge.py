@@ -344,3 +344,179 @@ def test_loads_the_official_release():
     assert [s.id for s in scenarios] == sorted(s.id for s in scenarios)
     weights = {(q.dimension, q.weight) for s in scenarios for q in s.questions}
     assert weights == {("visual_integrity", 3.0), ("assessment_point", 15.0), ("logic_consistency", 8.0)}
+
+
+# --------------------------------------------------------------------------- report and calibration
+
+
+def write_run(folder: Path, model: str, judge: str, scores: dict[tuple[str, str], float | None],
+              statuses: dict[tuple[str, str], str] | None = None) -> Path:
+    """A judge output folder with one question per dimension scored so that S equals the given value."""
+    folder.mkdir(parents=True)
+    lines = []
+    for (sid, level), s in sorted(scores.items()):
+        status = (statuses or {}).get((sid, level), "ok" if s is not None else "failed")
+        questions = [] if s is None else [{"dimension": d, "weight": w, "score": s} for d, w in WEIGHTS.items()]
+        lines.append(json.dumps({"scenario_id": sid, "domain": "physics" if sid != "B" else "biology", "level": level,
+                                 "status": status, "S": s, "questions": questions}))
+    (folder / "judgements.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "results.json").write_text(json.dumps({"kind": "cfeval", "model": model, "judge": {"model": judge}}), encoding="utf-8")
+    return folder
+
+
+JUDGE_X = {("A", "l1"): 0.8, ("A", "l2"): 0.6, ("A", "l3"): 0.3, ("B", "l1"): 0.4, ("B", "l2"): 0.9, ("B", "l3"): 0.7,
+           ("C", "l1"): 0.5, ("C", "l2"): 0.2, ("C", "l3"): 0.1}
+
+
+def report_args(*runs: Path, **values) -> argparse.Namespace:
+    from vrforge.runners import cfeval_report as cr
+
+    parser = argparse.ArgumentParser()
+    cr.add_report_arguments(parser)
+    argv = [str(r) for r in runs]
+    for key, value in values.items():
+        argv += ["--" + key.replace("_", "-")] + ([] if value is True else [str(value)])
+    return parser.parse_args(argv)
+
+
+def test_report_table_domains_and_agreement(tmp_path, capsys):
+    from vrforge.runners import cfeval_report as cr
+
+    judge_y = dict(JUDGE_X)
+    judge_y[("A", "l2")] = 0.4
+    judge_y[("C", "l1")] = 0.3  # gates C under judge y
+    x = write_run(tmp_path / "x", "t2i", "judge-x", JUDGE_X)
+    y = write_run(tmp_path / "y", "t2i", "judge-y", judge_y)
+    z = write_run(tmp_path / "z", "other", "judge-x", {k: 1.0 for k in JUDGE_X})
+    out = tmp_path / "report"
+    assert cr.cli_report(report_args(x, y, z, out=out, no_plot=True)) == 0
+    report = json.loads((out / "report.json").read_text())
+    ox = report["models"]["t2i"]["judge-x"]["overall"]
+    assert (ox["l1"], ox["l2"], ox["l3"]) == pytest.approx((1.7 / 3, 0.8 / 3, 0.4 / 3))
+    oy = report["models"]["t2i"]["judge-y"]["overall"]
+    assert (oy["l1"], oy["l2"], oy["l3"]) == pytest.approx((1.5 / 3, 0.4 / 3, 0.3 / 3))
+    assert report["models"]["other"]["judge-x"]["overall"]["prr"] == pytest.approx(1.0)
+    (pair,) = report["agreement"]["t2i"]
+    assert pair["n"] == 9
+    assert pair["mean_abs_diff"] == pytest.approx(0.4 / 9)
+    # pass/fail at 0.5: x passes 5 of 9, y passes 3 (A l2 and C l1 flip); observed 7/9, chance 39/81
+    assert pair["kappa"] == pytest.approx((7 / 9 - 39 / 81) / (1 - 39 / 81))  # = 4/7
+    markdown = (out / "report.md").read_text()
+    assert "| Model | L1 (judge-x) | L2 (judge-x) | L3 (judge-x) | PRR (judge-x) | RRR (judge-x) | L1 (judge-y)" in markdown
+    e1, e2, e3 = 1.7 / 3, 0.8 / 3, 0.4 / 3
+    row = f"| t2i | 0.57 | 0.27 | 0.13 | {e2 / math.sqrt(e1):.2f} | {e3 / math.sqrt(e2):.2f} |"
+    assert row in markdown
+    assert "| biology | 1 | 0.40 | 0.00 | 0.00 | 0.00 | – |" in markdown
+    assert "| other | 1.00 | 1.00 | 1.00 | 1.00 | 1.00 |  |  |" in markdown
+    assert not (out / "cfeval_levels.png").exists()
+    assert "t2i" in capsys.readouterr().out
+
+
+def test_report_recomputes_with_other_weights_and_threshold(tmp_path):
+    from vrforge.runners import cfeval_report as cr
+
+    scores = dict(JUDGE_X)
+    run = write_run(tmp_path / "x", "t2i", "judge-x", scores)
+    # make A l1 uneven across dimensions: VI 1, AP 0.5, LC 0 (S 10.5/26 with the data weights)
+    lines = (run / "judgements.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    assert (first["scenario_id"], first["level"]) == ("A", "l1")
+    first["questions"] = [{"dimension": d, "weight": w, "score": s} for (d, w), s in zip(WEIGHTS.items(), (1.0, 0.5, 0.0))]
+    first["S"] = 10.5 / 26
+    (run / "judgements.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    report = cr.build_report([cr.load_run(run)], threshold=0.5, weights={"visual_integrity": 1, "assessment_point": 12,
+                                                                         "logic_consistency": 7})
+    overall = report["models"]["t2i"]["judge-x"]["overall"]
+    assert overall["l1"] == pytest.approx((7 / 20 + 0.4 + 0.5) / 3)
+    assert overall["l2"] == pytest.approx(0.2 / 3)  # A (S_L1 0.35) and B are gated now
+    loose = cr.build_report([cr.load_run(run)], threshold=0.3)["models"]["t2i"]["judge-x"]["overall"]
+    assert loose["l2"] == pytest.approx((0.6 + 0.9 + 0.2) / 3)
+
+
+def test_report_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    from vrforge.runners import cfeval_report as cr
+
+    x = write_run(tmp_path / "x", "t2i", "judge-x", JUDGE_X)
+    y = write_run(tmp_path / "y", "t2i", "judge-y", JUDGE_X)
+    assert cr.cli_report(report_args(x, y, out=tmp_path / "r")) == 0
+    data = (tmp_path / "r" / "cfeval_levels.png").read_bytes()
+    assert data.startswith(b"\x89PNG")
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.size[0] > image.size[1] > 300
+
+
+def test_report_without_matplotlib(tmp_path, monkeypatch, capsys):
+    from vrforge.runners import cfeval_report as cr
+
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)
+    x = write_run(tmp_path / "x", "t2i", "judge-x", JUDGE_X)
+    assert cr.cli_report(report_args(x, out=tmp_path / "r")) == 0
+    assert "plot skipped: matplotlib is not installed" in capsys.readouterr().err
+    assert (tmp_path / "r" / "report.md").exists() and not (tmp_path / "r" / "cfeval_levels.png").exists()
+
+
+def test_report_bad_input(tmp_path, capsys):
+    from vrforge.runners import cfeval_report as cr
+
+    assert cr.cli_report(report_args(tmp_path, out=tmp_path / "r")) == 2
+    assert "no results.json" in capsys.readouterr().err
+    x = write_run(tmp_path / "x", "t2i", "judge-x", JUDGE_X)
+    assert cr.cli_report(report_args(x, x, out=tmp_path / "r")) == 2
+    assert "give each pair once" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def calibrate_args(run: Path, **values) -> argparse.Namespace:
+    from vrforge.runners import cfeval_report as cr
+
+    parser = argparse.ArgumentParser()
+    cr.add_calibrate_arguments(parser)
+    argv = [str(run)]
+    for key, value in values.items():
+        argv += ["--" + key.replace("_", "-"), str(value)]
+    return parser.parse_args(argv)
+
+
+def test_calibrate(tmp_path, capsys):
+    from vrforge.runners import cfeval_report as cr
+
+    judge = {("k1", "l1"): 0.35, ("k2", "l1"): 0.45, ("k3", "l1"): 0.55, ("k4", "l2"): 0.65, ("k5", "l3"): 0.8,
+             ("k6", "l1"): None}
+    run = write_run(tmp_path / "x", "t2i", "judge-x", judge)
+    human = tmp_path / "human.csv"
+    human.write_text("scenario_id,level,human_pass,human_score\nk1,l1,0,\nk2,l1,1,\nk3,l1,,0.9\nk4,l2,,0.2\nk5,l3,true,\n"
+                     "k6,l1,1,\nk9,l1,1,\n", encoding="utf-8")
+    assert cr.cli_calibrate(calibrate_args(run, human=human, out=tmp_path / "cal")) == 0
+    result = json.loads((tmp_path / "cal" / "calibration.json").read_text())
+    rows = {r["threshold"]: r for r in result["rows"]}
+    assert [r["threshold"] for r in result["rows"]] == [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7]
+    assert (rows[0.3]["accuracy"], rows[0.3]["f1"]) == pytest.approx((0.6, 0.75))
+    assert (rows[0.45]["accuracy"], rows[0.45]["f1"]) == pytest.approx((0.8, 6 / 7))
+    assert (rows[0.7]["accuracy"], rows[0.7]["f1"]) == pytest.approx((0.6, 0.5))
+    assert result["best_f1_threshold"] == 0.45  # 0.4 and 0.45 tie; the one nearer the 0.5 default wins
+    assert result["human_only"] == 2  # k6 (judge failed) and k9 (never judged)
+    assert "| 0.50 | 0.600 |" in capsys.readouterr().out
+    # JSONL and a level filter
+    jsonl = tmp_path / "human.jsonl"
+    jsonl.write_text('{"scenario_id": "k1", "level": "l1", "human_pass": 0}\n{"scenario_id": "k4", "level": "l2", "human_pass": 1}\n')
+    assert cr.cli_calibrate(calibrate_args(run, human=jsonl, out=tmp_path / "cal2", levels="l1")) == 0
+    assert json.loads((tmp_path / "cal2" / "calibration.json").read_text())["rows"][0]["n"] == 1
+
+
+@pytest.mark.parametrize("content, message", [
+    ("scenario_id,level,human_pass\nk1,l1,maybe\n", "human_pass must be 0 or 1"),
+    ("scenario_id,level,human_score\nk1,l1,1.5\n", "within [0, 1]"),
+    ("scenario_id,level\nk1,l1\n", "needs human_pass"),
+    ("scenario_id,level,human_pass\nk1,l7,1\n", "unknown level"),
+    ("scenario_id,level,human_pass\nzz,l1,1\n", "no image of"),
+])
+def test_calibrate_bad_input(tmp_path, capsys, content, message):
+    from vrforge.runners import cfeval_report as cr
+
+    run = write_run(tmp_path / "x", "t2i", "judge-x", {("k1", "l1"): 0.5})
+    human = tmp_path / "human.csv"
+    human.write_text(content, encoding="utf-8")
+    assert cr.cli_calibrate(calibrate_args(run, human=human, out=tmp_path / "cal")) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and message in err and "\n" not in err
