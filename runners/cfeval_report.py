@@ -98,7 +98,8 @@ def image_scores(run: Run, weights: dict[str, float] | None = None) -> list[dict
     return rows
 
 
-def judged_scores(run: Run, weights: dict[str, float] | None = None, statuses: Sequence[str] = ("ok",)) -> dict[tuple[str, str], float]:
+def judged_scores(run: Run, weights: dict[str, float] | None = None,
+                  statuses: Sequence[str] = ("ok",)) -> dict[tuple[str, str], float]:
     """(scenario_id, level) -> ungated S for the images with one of ``statuses``."""
     by_key = {(r["scenario_id"], r["level"]): r["status"] for r in run.records}
     return {(row["scenario_id"], row["level"]): row["S"] for row in image_scores(run, weights)
