@@ -190,6 +190,7 @@ def plot_report(report: dict[str, Any], path: Path) -> bool:
     fig, axes = plt.subplots(2, len(judges), figsize=(max(5.0, 1.1 * len(models) + 2.5) * len(judges), 6.5),
                              squeeze=False, sharey="row")
     rows = ((("l1", "L1"), ("l2", "L2"), ("l3", "L3")), (("prr", "PRR"), ("rrr", "RRR")))
+    tops = [0.0, 0.0]
     colours = {"l1": "#4c72b0", "l2": "#dd8452", "l3": "#c44e52", "prr": "#55a868", "rrr": "#8172b3"}
     for col, judge in enumerate(judges):
         for row, keys in enumerate(rows):
@@ -199,14 +200,16 @@ def plot_report(report: dict[str, Any], path: Path) -> bool:
                 values = [(report["models"][m].get(judge, {}).get("overall", {}).get(key) or 0.0) for m in models]
                 xs = [i + (k - (len(keys) - 1) / 2) * width for i in range(len(models))]
                 ax.bar(xs, values, width=width, label=name, color=colours[key])
+                tops[row] = max(tops[row], *values)
             ax.set_xticks(range(len(models)))
             ax.set_xticklabels(models, rotation=30, ha="right", fontsize=8)
-            ax.set_ylim(0, 1)
             ax.grid(axis="y", alpha=0.3)
             ax.set_title(f"judge {judge}" if row == 0 else f"PRR / RRR — judge {judge}", fontsize=10)
             if col == 0:
                 ax.set_ylabel("mean S" if row == 0 else "ratio")
-            ax.legend(fontsize=8, loc="upper right")
+            ax.legend(fontsize=8, loc="upper center", ncol=len(keys), frameon=False)
+    for row in range(2):  # room above the bars for the legend; RRR can exceed 1
+        axes[row][0].set_ylim(0, max(1.0, tops[row]) * 1.18)
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
