@@ -19,8 +19,11 @@ request for anything already judged. ``--skip-gated`` judges every L1 image firs
 no request for L2/L3 of a scenario whose S_L1 is below the threshold (they count as 0).
 
 A missing image counts as S = 0 (the model produced nothing), as does an image that cannot
-be decoded; both are counted apart. Output: ``judgements.jsonl`` (one line per image) and
-``results.json`` (counts, usage, E[S_L1..3], PRR, RRR overall and per domain), written
+be decoded; both are counted apart. Output: ``judgements.jsonl`` (one line per image:
+scenario_id, domain, subdomain, level, image, status, questions [id, source_id, dimension,
+weight, score, raw_score, reasoning], dimension_scores, S (before the gate), S_gated,
+gated, judge, persona, usage, cached, request_hash, error, clipped) and ``results.json``
+(counts, usage, failures, E[S_L1..3], PRR, RRR overall and per domain), written
 atomically, sorted, without timestamps.
 """
 
@@ -286,7 +289,20 @@ def judge_run(client: Any, scenarios: Sequence[Scenario], images_dir: Path, sett
             jobs.append((scenario, level))
     for record in _map(jobs, run, settings.workers, progress, "judge"):
         records[(record["scenario_id"], record["level"])] = record
-    return [records[key] for key in sorted(records, key=lambda k: (k[0], LEVELS.index(k[1])))]
+    ordered = [records[key] for key in sorted(records, key=lambda k: (k[0], LEVELS.index(k[1])))]
+    _add_gated_scores(ordered, settings.threshold)
+    return ordered
+
+
+def _add_gated_scores(records: Sequence[dict[str, Any]], threshold: float) -> None:
+    """Each record's S after the L1 gate (``S_gated``) and whether the gate zeroed it (``gated``)."""
+    by_scenario: dict[str, dict[str, float | None]] = {}
+    for r in records:
+        by_scenario.setdefault(r["scenario_id"], {})[r["level"]] = r["S"]
+    for r in records:
+        levels = by_scenario[r["scenario_id"]]
+        r["S_gated"] = metrics.gate(levels, threshold).get(r["level"]) if "l1" in levels else r["S"]
+        r["gated"] = r["level"] != "l1" and metrics.is_gated(levels.get("l1"), threshold)
 
 
 def summarize(records: Sequence[dict[str, Any]], settings: JudgeSettings, judge_info: dict[str, Any],

@@ -231,6 +231,9 @@ def test_skip_gated_sends_no_request_for_gated_scenarios(images):
     by_key = {(r["scenario_id"], r["level"]): r for r in records}
     assert by_key[("B", "l2")]["status"] == "gated" and by_key[("B", "l3")]["status"] == "gated"
     assert by_key[("B", "l2")]["usage"]["requests"] == 0
+    assert (by_key[("B", "l2")]["S"], by_key[("B", "l2")]["S_gated"], by_key[("B", "l2")]["gated"]) == (None, 0.0, True)
+    assert by_key[("A", "l2")]["S_gated"] == by_key[("A", "l2")]["S"] and not by_key[("A", "l2")]["gated"]
+    assert by_key[("B", "l1")]["S_gated"] == by_key[("B", "l1")]["S"] and not by_key[("B", "l1")]["gated"]
     results = cj.summarize(records, cj.JudgeSettings(skip_gated=True), {"model": "judge-vl"}, "t2i")
     overall = results["metrics"]["overall"]
     e1 = (expected_s("A", "l1") + expected_s("B", "l1") + expected_s("C", "l1")) / 3
@@ -246,6 +249,8 @@ def test_gating_without_skipping_still_zeroes(images):
     with FakeOpenAI(responder=answer_for) as fake:
         records = cj.judge_run(client_for(fake), SCENARIOS, images, cj.JudgeSettings(workers=1))
     assert len(fake.requests) == 9
+    b2 = next(r for r in records if (r["scenario_id"], r["level"]) == ("B", "l2"))
+    assert (b2["S"], b2["S_gated"], b2["gated"]) == (pytest.approx(1.0), 0.0, True)
     per_domain = cj.summarize(records, cj.JudgeSettings(), {"model": "judge-vl"}, "t2i")["metrics"]["per_domain"]
     assert per_domain["biology"]["l2"] == 0.0 and per_domain["biology"]["l3"] == 0.0
     assert per_domain["physics"]["l2"] == pytest.approx((expected_s("A", "l2") + expected_s("C", "l2")) / 2)
