@@ -147,14 +147,23 @@ def _published_rows() -> list[dict[str, str]]:
 
 @pytest.mark.skipif(not PAPER_TABLE.exists(), reason="tests/data/cfworld_paper_table.csv (the paper main table) is absent")
 def test_paper_main_table_ratios():
-    """PRR / RRR of every published row, recomputed from its published (rounded) means, to two decimals."""
+    """PRR / RRR of every published row, recomputed from its published two-decimal means.
+
+    The file: ``#`` lines citing the source, then ``model,judge,l1,l2,l3,prr,rrr`` with the
+    means in [0, 1]. The tolerance is the published ratio's own rounding (0.005) plus what the
+    rounding of the means (0.005 each) can move the ratio, so the check holds whether the
+    paper computed its ratios from the rounded or the unrounded means.
+    """
     rows = _published_rows()
     assert rows
     for row in rows:
-        prr, rrr = m.table_ratios(float(row["l1"]), float(row["l2"]), float(row["l3"]))
+        l1, l2, l3 = float(row["l1"]), float(row["l2"]), float(row["l3"])
+        prr, rrr = m.table_ratios(l1, l2, l3)
         label = f"{row['model']} ({row['judge']})"
-        assert abs(prr - float(row["prr"])) <= 0.0051, label
-        assert abs(rrr - float(row["rrr"])) <= 0.0051, label
+        prr_slack = 0.005 + 0.005 * (1 / math.sqrt(l1) + l2 / (2 * l1 ** 1.5))
+        rrr_slack = 0.005 + 0.005 * (1 / math.sqrt(l2) + l3 / (2 * l2 ** 1.5))
+        assert abs(prr - float(row["prr"])) <= prr_slack + 1e-9, label
+        assert abs(rrr - float(row["rrr"])) <= rrr_slack + 1e-9, label
 
 
 # --------------------------------------------------------------------------- agreement
