@@ -454,10 +454,10 @@ def cli_judge(args: argparse.Namespace) -> int:
     config = ChatConfig(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env, timeout_s=args.timeout,
                         max_retries=args.max_retries, backoff_s=args.backoff, temperature=args.temperature,
                         max_tokens=args.max_tokens, seed=args.seed)
-    client = ChatClient(config, cache_dir)
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     try:
-        records = judge_run(client, scenarios, images_dir, settings, progress=progress)
+        with ChatClient(config, cache_dir) as client:
+            records = judge_run(client, scenarios, images_dir, settings, progress=progress)
     except KeyboardInterrupt:
         print("interrupted: judged answers are cached; run the same command again to resume", file=sys.stderr)
         return 130
