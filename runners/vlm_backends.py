@@ -35,17 +35,30 @@ class LikelihoodBackend:
     def __init__(self, model: str, *, revision: str | None = None, dtype: str = "auto", device: str = "auto",
                  trust_remote_code: bool = False, local_files_only: bool = False,
                  answer_template: str = "{letter}", normalise: str = "mean") -> None:
-        import torch
-        import transformers
-
         if dtype not in _DTYPES:
             raise BackendError(f"--dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
         if normalise not in ("mean", "sum"):
             raise BackendError(f"normalise must be 'mean' or 'sum', got {normalise!r}")
-        self.model_id, self.revision, self.dtype_name = model, revision, dtype
+        if "{letter}" not in answer_template:
+            raise BackendError(f"--answer-template must contain {{letter}}, got {answer_template!r}")
+        if model.startswith(("/", "./", "../", "~")) and not Path(model).expanduser().is_dir():
+            raise BackendError(f"no such model folder: {model}")
+        self.model_id, self.revision, self.dtype_name, self.device = model, revision, dtype, device
+        self.trust_remote_code, self.local_files_only = trust_remote_code, local_files_only
         self.answer_template, self.normalise = answer_template, normalise
+        self.model: Any = None
+
+    def load(self) -> None:
+        """Load processor and model (on the first question, so a run with nothing left to ask loads nothing)."""
+        if self.model is not None:
+            return
+        import torch
+        import transformers
+
         self._torch = torch
-        common = {"revision": revision, "trust_remote_code": trust_remote_code, "local_files_only": local_files_only}
+        model = self.model_id
+        common = {"revision": self.revision, "trust_remote_code": self.trust_remote_code,
+                  "local_files_only": self.local_files_only}
         try:
             self.processor = transformers.AutoProcessor.from_pretrained(model, **common)
         except Exception as exc:  # noqa: BLE001 - any loading failure is one line for the user
@@ -55,29 +68,30 @@ class LikelihoodBackend:
             raise BackendError(f"{model!r}: its processor has no tokenizer (not a vision-language model?)")
 
         load: dict[str, Any] = dict(common)
-        torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
+        torch_dtype = self.dtype_name if self.dtype_name == "auto" else getattr(torch, self.dtype_name)
         # transformers renamed torch_dtype to dtype (4.56); older releases only know the old name.
         load["dtype" if _transformers_at_least(transformers.__version__, (4, 56)) else "torch_dtype"] = torch_dtype
-        target = device
-        if device == "auto":
+        target = self.device
+        if target == "auto":
             target = "cuda" if torch.cuda.is_available() else "cpu"
             if target == "cuda" and _has_accelerate():
                 load["device_map"] = "auto"
         model_class = getattr(transformers, "AutoModelForImageTextToText", None) or transformers.LlavaForConditionalGeneration
         try:
-            self.model = model_class.from_pretrained(model, **load)
+            loaded = model_class.from_pretrained(model, **load)
         except Exception as exc:  # noqa: BLE001
             raise BackendError(f"cannot load the model {model!r} ({_first_line(exc)})") from None
         if "device_map" not in load:
             try:
-                self.model.to(target)
+                loaded.to(target)
             except (RuntimeError, ValueError, AssertionError) as exc:
                 raise BackendError(f"cannot move the model to {target!r} ({_first_line(exc)})") from None
-        self.model.eval()
-        self.continuations = [self.tokenizer(answer_template.format(letter=letter), add_special_tokens=False).input_ids
+        loaded.eval()
+        self.continuations = [self.tokenizer(self.answer_template.format(letter=letter), add_special_tokens=False).input_ids
                               for letter in LETTERS]
         if not all(self.continuations):
-            raise BackendError(f"--answer-template {answer_template!r} gives an empty continuation for some letter")
+            raise BackendError(f"--answer-template {self.answer_template!r} gives an empty continuation for some letter")
+        self.model = loaded
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "likelihood", "model": self.model_id, "revision": self.revision, "dtype": self.dtype_name,
@@ -96,6 +110,7 @@ class LikelihoodBackend:
         return f"USER: {body}\nASSISTANT:"
 
     def answer(self, question: Question) -> Answer:
+        self.load()
         images = [pil_image(value) for kind, value in question.parts() if kind == "image"]
         inputs = self.processor(images=images, text=self.prompt_text(question), return_tensors="pt")
         inputs = inputs.to(self.model.device, dtype=self.model.dtype)

@@ -223,7 +223,7 @@ def ask_item(item: Item, backend: Backend, rotations: int) -> dict[str, Any]:
         "selected_index": single,
         "correct": single == item.answer_index,
         "circular_correct": all(r["correct"] for r in records) if rotations > 1 else None,
-        "consistent": len(picks) == 1 and None not in picks,
+        "consistent": (len(picks) == 1 and None not in picks) if rotations > 1 else None,
         "rotations": records,
     }
 
@@ -253,7 +253,7 @@ def summarise(samples: Sequence[dict[str, Any]], rotations: int) -> dict[str, An
         "single_pass": _aggregate((s["task"], s["difficulty"], s["correct"]) for s in samples),
         "circular": _aggregate((s["task"], s["difficulty"], bool(s["circular_correct"])) for s in samples)
         if rotations > 1 else None,
-        "consistent": {"n": len(samples), "count": sum(bool(s["consistent"]) for s in samples)},
+        "consistent": {"n": len(samples), "count": sum(bool(s["consistent"]) for s in samples)} if rotations > 1 else None,
         "no_answer": {"single_pass": sum(s["selected_index"] is None for s in samples),
                       "all_rotations": sum(r["selected_index"] is None for r in answers), "answers": len(answers)},
         "position_histogram": {**histograms(samples),
@@ -553,8 +553,6 @@ def _make_backend(args: argparse.Namespace) -> Backend:
                                           max_retries=args.max_retries, max_tokens=args.max_tokens)
     if args.workers != 1:
         raise ChoiceError("--workers applies to the openai backend; the likelihood backend asks one puzzle at a time")
-    if "{letter}" not in args.answer_template:
-        raise ChoiceError(f"--answer-template must contain {{letter}}, got {args.answer_template!r}")
     return vlm_backends.LikelihoodBackend(args.model, revision=args.revision, dtype=args.dtype, device=args.device,
                                           trust_remote_code=args.trust_remote_code, local_files_only=args.local_files_only,
                                           answer_template=args.answer_template, normalise=args.normalise)
@@ -578,6 +576,8 @@ def cli_choice(args: argparse.Namespace) -> int:
     if not dataset.is_dir():
         return _fail(f"no such dataset folder: {dataset}")
     try:
+        # The dataset selection is checked before a model is built: a typo must not wait for gigabytes to load.
+        plan_rows(dataset, args.resolution, args.tasks, args.difficulties, args.limit)
         backend = _make_backend(args)
         result = run_choice(dataset, backend, out, rotations=1 if args.no_circular else OPTION_COUNT,
                             resolution=args.resolution, tasks=args.tasks, difficulties=args.difficulties,

@@ -14,8 +14,7 @@ os.environ["OMP_NUM_THREADS"] = "1"
 import pytest
 
 pytest.importorskip("transformers")
-import torch  # noqa: E402
-
+torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
 
 from fakeopenai import FakeOpenAI, HttpError, Refusal  # noqa: E402
@@ -161,7 +160,8 @@ def test_oracle_is_circular_correct_and_answers_every_letter(dataset, tmp_path):
 def test_no_circular_asks_once(dataset, tmp_path):
     backend = FakeBackend(oracle)
     result = run_choice(dataset, backend, tmp_path / "out", rotations=1, difficulties=["easy"])
-    assert len(backend.questions) == 3 and result.summary["circular"] is None
+    assert len(backend.questions) == 3 and result.summary["circular"] is None and result.summary["consistent"] is None
+    assert result.summary["single_pass"]["overall"]["n"] == 3
 
 
 def test_resume_skips_done_items_and_ends_byte_identical(dataset, tmp_path):
@@ -197,11 +197,13 @@ def _cli(*argv: str) -> int:
     (["{ds}", "--model", "m", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--tasks", "nope"], "nope"),
     (["{ds}", "--model", "m", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--resolution", "2048"],
      "no 2048 px"),
-    (["{ds}", "--model", "{missing}", "--local-files-only"], "cannot load"),
+    (["{ds}", "--model", "{missing}", "--local-files-only"], "no such model folder"),
+    (["{ds}", "--model", "{empty}", "--local-files-only"], "cannot load the processor"),
     (["{ds}", "--model", "m", "--answer-template", "A"], "{letter}"),
 ])
 def test_bad_inputs_are_one_line_errors(dataset, tmp_path, capsys, argv, message):
-    argv = [a.format(ds=dataset, missing=tmp_path / "missing") for a in argv]
+    (tmp_path / "empty").mkdir()
+    argv = [a.format(ds=dataset, missing=tmp_path / "missing", empty=tmp_path / "empty") for a in argv]
     assert _cli(*argv, "--out", str(tmp_path / "out"), "--quiet") == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
@@ -231,6 +233,18 @@ def test_openai_backend_parses_answers_and_sends_six_data_urls(dataset, tmp_path
     summary = json.loads((tmp_path / "out" / "results.json").read_text())["summary"]
     assert summary["no_answer"] == {"single_pass": 0, "all_rotations": 2, "answers": 5}
     assert summary["circular"]["overall"]["correct"] == 0
+
+
+def test_openai_workers_give_the_same_results_as_one_at_a_time(dataset, tmp_path):
+    expected = run_choice(dataset, FakeBackend(always_a), tmp_path / "serial")
+    with FakeOpenAI(responder=lambda request: "A") as fake:
+        code = _cli(str(dataset), "--backend", "openai", "--base-url", fake.base_url, "--model", "fake-model",
+                    "--workers", "3", "--out", str(tmp_path / "out"), "--quiet")
+    assert code == 0 and len(fake.requests) == 30
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert data["results"] == json.loads((tmp_path / "serial" / "results.json").read_text())["results"]
+    assert data["summary"]["circular"] == expected.summary["circular"]
+    assert [s["id"] for s in _samples(tmp_path / "out")] == [s["id"] for s in _samples(tmp_path / "serial")]
 
 
 def test_openai_unreachable_endpoint_stops_with_one_line(dataset, tmp_path, capsys):
@@ -313,6 +327,7 @@ def test_likelihood_scoring_paths_agree(dataset, tiny_llava):
     from vrforge.runners.vlm_choice import load_items
 
     backend = LikelihoodBackend(str(tiny_llava), local_files_only=True, dtype="float32", device="cpu")
+    backend.load()
     item = next(load_items(dataset, 512, {"maze-easy-0001"}))
     question, _ = question_for(item, 0)
     images = [Image.open(io.BytesIO(v)).convert("RGB") for k, v in question.parts() if k == "image"]
@@ -324,6 +339,7 @@ def test_likelihood_scoring_paths_agree(dataset, tiny_llava):
 
     multi = LikelihoodBackend(str(tiny_llava), local_files_only=True, dtype="float32", device="cpu",
                               answer_template="Option {letter}:", normalise="sum")
+    multi.load()
     assert all(len(c) == 2 for c in multi.continuations)
     answer = multi.answer(question)
     assert len(answer.scores) == 5 and answer.position == answer.scores.index(max(answer.scores))
