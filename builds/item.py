@@ -122,7 +122,7 @@ def _check(spec: Any, puzzle: Any, solution: dict[int, Image.Image], distractors
         failed = spec.verify(puzzle.meta, raster[smallest]).failed
         if failed != [name]:
             return f"distractor '{name}' fails {failed or 'nothing'} at {smallest} px"
-    digests = [hashlib.sha256(r[smallest].tobytes()).digest() for r in [solution, *distractors]]
+    digests = [hashlib.sha256(r[smallest].convert("RGB").tobytes()).digest() for r in [solution, *distractors]]
     if len(set(digests)) != len(digests):
         return "two options are identical pixels"
     return None

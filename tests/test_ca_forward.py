@@ -21,9 +21,9 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 # sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
 SNAPSHOTS = {
-    "easy": "58fdb241b741ae569c2473289290fac9aed329c362e2f30ef3bd2b5ad7d89ba2",
-    "medium": "8873cc2c517b12c5a2b59a2d81b5056890fda1e7a3cfa4569ee2398f2856bedf",
-    "hard": "f92adefc257bb72b02f0ea12c198b4be268473ca29977a0037daf6fc05dc7a9a",
+    "easy": "d3188701a8a3597dfd6ce3536af5f3627f6d0f267344e9a9a8c57a4997619bc8",
+    "medium": "f3428382be93bd653d83289f550d0151300a6805644ca7c2ffedc4d4c290bf78",
+    "hard": "ed9613c5afc97406dcca1de7996289a49519cc2eb45558b516f190ffa90f3363",
 }
 
 

@@ -21,9 +21,9 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 # sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
 SNAPSHOTS = {
-    "easy": "37f6a2149856ef325d9108c4b5fa3bbae857a6a700e09172a06dc2442a837db4",
-    "medium": "63e73c644f48390b8bce4789da340081f05d5abe495aa62bf2897996cf824c4b",
-    "hard": "f3f7101f725ce2742aa4eadf11a4ba614e0c8ed4428cbe228163c0348891ad13",
+    "easy": "6b93d2deb6a11b1d939e447eecf795c984e6c9591d5b9cd23ab0e299016ee549",
+    "medium": "1f1d3c3590fbaa83f9adeaa0b444bd80440d056582607649dcec0b851064db26",
+    "hard": "7c20933e8d23928e0f753663ba1b61eb5ad3a3a99aab677745027cd33f81fc42",
 }
 
 

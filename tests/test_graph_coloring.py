@@ -204,9 +204,9 @@ def test_deterministic():
 
 
 SNAPSHOTS = {
-    "easy": "a0ad1edc3737314be39c4a03e079ae67ee2899ee1400e7b0819a24b4fbf1dde6",
-    "medium": "769368d2a7f030b8aae6476a5eafedf4b55478b9d9c6128c49d0a856f3a26266",
-    "hard": "0d290dcf9b53c311dcc247ba9a87e16298512e35bf0ef0886c5a55f8aa3e7dbf",
+    "easy": "46280b172aa738bed17d8d9f35418bc59fc95dd26a2aba7624e4825947e1f841",
+    "medium": "561d3ff3c75fd720f8adf599c1deef73fc4aed257edd3803943bca466734b2c6",
+    "hard": "df73c2ae6cb4d516f5249668273e89361de5e8878a6bd1d85b456ba4b66b3813",
 }
 
 

@@ -189,9 +189,9 @@ def test_pictures_have_no_text_and_share_the_drawing_code(puzzle):
 
 # sha256 of the 512 px solution PNG for seed 0, index 0.
 SNAPSHOTS = {
-    "easy": "dc76ae08af7770106e3725922f8f15dd110b739b47054a4225006c2d27dfc871",
-    "medium": "06e9a7922af2b4e64c4f9a3542a41b2382bb977f8daa877dde210f31795e2443",
-    "hard": "7cf32b60931fa06c0ac152ccd97809df8a76dd34876d7e7339c9725398ab3723",
+    "easy": "f7cf4a537e5ae491387a0c16a822bd8052290563060db1c2b8a39b7ab7386b73",
+    "medium": "994f72b18f78dc8e349051f03537d5fa1ffa19f14452abf811abfe03c80d194c",
+    "hard": "ed31055731523a3b2f58fdba3e68cd753a9123906e1d9e56a43bc646624ed552",
 }
 
 

@@ -25,9 +25,9 @@ RESOLUTIONS = (512, 1024, 2048)
 DIFFICULTIES = ("easy", "medium", "hard")
 # sha256 of the 512 px solution PNG for item_rng(0), per difficulty (crisp rendering: exact pixels).
 SNAPSHOTS = {
-    "easy": "962bb6384aca56c93264ce0f1f426c1618b185b068e90b4ed6af99b28dc74fdd",
-    "medium": "90ce5603e078f86763a027f993d67e934ebea791875f78953e24e4f53efccbb7",
-    "hard": "b47fb3ac77ffb68e4751d1373bc939d025eff2bf37d088837b2a0d9248ec3cf5",
+    "easy": "1deb35e805d2b3f4d0faa5662aa9b081f458cc520f7aebd980c97dfe39ae28a0",
+    "medium": "521ff56124453ff93472bfc0a0ec5c6f6e0bb3ae3f4cc70c80c4449a04454f43",
+    "hard": "5d3104fccc50d9fe890c1c701eb6b28075a4acb25024c89ca6f5dca86ebb481d",
 }
 
 

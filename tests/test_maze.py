@@ -138,9 +138,9 @@ def test_generation_is_deterministic():
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
 # drawing or encoding changes these.
 SNAPSHOTS = {
-    "easy": "d1da20444b0c2ee5fe1642dd3696038c28d7911a823e9087f406e23a12473cfa",
-    "medium": "cad6d80a9e3a2b703eb4f56db21523313c92f843e422ca6760f643bcff813a2f",
-    "hard": "699c91cc4067481f251b1c2573f3ecada8159b72148e6a9895a8e1a40d9a2f2d",
+    "easy": "d5e366ea3a91cbc19aa24a2ff61da731efdb42fed20753cebb103ad8f516f08d",
+    "medium": "7fd9ca805cd54e3665100bf4d9b1ea14cf8bca35569fd292806b188b87572ccf",
+    "hard": "d6943c26c615b4bb5f65ca83b6db7ee9bdb4cbf4dcae3d013c23ea365c712565",
 }
 
 

@@ -162,9 +162,9 @@ def test_pictures_have_no_text(puzzle):
 
 # sha256 of the 512 px solution PNG for seed 0, index 0.
 SNAPSHOTS = {
-    "easy": "ef1776468bc38ce9a0d4e44340a317311d4008cbb967ffb02b6095b34823b378",
-    "medium": "5eabe51ec68b9212b44a1226b2f85f1fc6f1ac487acbd2d1eb376a832042d421",
-    "hard": "04974c1e4ac52268b83091d9cf8bfcdb921a3ea42d54791ad1d6610613436509",
+    "easy": "d46b0722bdbcefb844037500a84c69e00cce2ea6ed9b50ea675fe3adc950586a",
+    "medium": "3e9009a55fc3c2be4b44288c481bcf29e4af6cd35881006461a20a1fcda224a5",
+    "hard": "f6788f575a39539867c27024a26ce124eb14207e7bed32877b6618fff3fdac9e",
 }
 
 

@@ -21,9 +21,9 @@ from vrforge.verifiers import raven as rv
 DIFFS = ("easy", "medium", "hard")
 # sha256 of the 512 px solution PNG for seed 0 (cairosvg rendering); update on a deliberate change.
 SNAPSHOTS = {
-    "easy": "044ff75771cd5b2bb5645e22f0d3fa06310f9e615f21cc37fd0dc2225d22fc46",
-    "medium": "b899fdf54f1c3b43ad91877d9cd4e19d6337461403cb62fe0b7e101fa91bd8eb",
-    "hard": "594bae3e18352f5dc2e3cd01cb9f300d7f155e44e8c9dfe957faa0df2e4b1a8f",
+    "easy": "6bcf958d64c644beb14204149e51f2afc66103e87843796ee4d75ba1fde2ec89",
+    "medium": "873ce1b8384a061fa67af58bac29e27556eff4a70e97a4cf1c7355a26efff134",
+    "hard": "0c8a2be0c99c0210b739e31082bf20bd7d1fa55b4d176fd529d788886bf22f45",
 }
 
 

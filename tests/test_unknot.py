@@ -157,9 +157,9 @@ def test_config_validation():
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
 # drawing or encoding changes these.
 SNAPSHOTS = {
-    "easy": "82335658a9aeac32c14869cd6bae6303ff38868ca6ab272ed2f642d1e42834ca",
-    "medium": "7f88e435d79bdae6fae149f1cd606076599fdac31a31bcc8ba6d1608c3452683",
-    "hard": "a5fded25919ffb45d5ebb768bee8f58fe76e0d2105476f5b310f643bf45d85cf",
+    "easy": "831326b98631b70f40035280fc97fa673b2e81d338d3197dbc46f9396678475c",
+    "medium": "ba3fbb0c5574affe62b71e72f27063dc2b7178b9f6e302011e62e90b6ea3d472",
+    "hard": "840cfdc9d469819d941eb36c46d7c377739953c3e1cab8a1ff1fc99cce99d323",
 }
 
 

@@ -111,8 +111,14 @@ def read_drawing(meta: Mapping[str, Any], image: np.ndarray) -> tuple[set[Node],
     nodes, links, points = sample_grid(meta)
     colours = list(palette.values()) + [p["colour"] for p in meta["portals"]]
     path_index = list(palette).index("path")
-    classes = nearest_palette(sample_colours(image, points, radius), [hex_to_rgb(c) for c in colours])
-    is_path = classes == path_index
+    samples = sample_colours(image, points, radius)
+    is_path = nearest_palette(samples, [hex_to_rgb(c) for c in colours]) == path_index
+    # The route ends on the start and end squares, where a thin line over a saturated marker
+    # blurs into a third colour after JPEG: there only "path or marker" is a sensible reading.
+    for marker in ("start", "end"):
+        i = nodes.index(tuple(meta[marker]))
+        choices = [hex_to_rgb(palette["path"]), hex_to_rgb(palette[marker])]
+        is_path[i] = nearest_palette(samples[i:i + 1], choices)[0] == 0
     cells = {node for node, hit in zip(nodes, is_path[: len(nodes)]) if hit}
     drawn = {link for link, hit in zip(links, is_path[len(nodes):]) if hit}
     # A boundary only counts as a link when both cells it joins are path cells.

@@ -224,19 +224,11 @@ def shape_path(type_name: str, cx: float, cy: float, radius: float, rotation: in
     return f"M{fmt(head[0])} {fmt(head[1])}" + "".join(f"L{fmt(x)} {fmt(y)}" for x, y in rest) + "Z"
 
 
-def draw_svg(meta: Mapping[str, Any], answer: Mapping[str, Any] | None,
-             view: tuple[float, float, float, float, int, int] | None = None) -> str:
-    """The matrix; ``answer`` fills the last panel (None: a dashed empty frame).
-
-    ``view`` = (x, y, w, h, pixel_width, pixel_height) draws only that window of the picture.
-    """
+def draw_svg(meta: Mapping[str, Any], answer: Mapping[str, Any] | None) -> str:
+    """The matrix; ``answer`` fills the last panel (None: a dashed empty frame)."""
     layout, palette = meta["layout"], meta["palette"]
     width, height, size = layout["width"], layout["height"], layout["panel"]
     drawing = new_drawing(width, height, palette["background"])
-    if view is not None:
-        x, y, w, h, pw, ph = view
-        drawing["viewBox"] = f"{x:.6f} {y:.6f} {w:.6f} {h:.6f}"
-        drawing["width"], drawing["height"] = str(pw), str(ph)
     panels = list(meta["panels"]) + [answer]
     half = layout["slot_half"]
     for (ox, oy), panel in zip(layout["origins"], panels):
@@ -403,8 +395,9 @@ def answer_ssim(meta: Mapping[str, Any], image: np.ndarray) -> float:
     size = layout["panel"]
     x0, y0 = max(0, math.floor(ox * sx)), max(0, math.floor(oy * sy))
     x1, y1 = min(width, math.ceil((ox + size) * sx)), min(height, math.ceil((oy + size) * sy))
-    view = (x0 / sx, y0 / sy, (x1 - x0) / sx, (y1 - y0) / sy, x1 - x0, y1 - y0)
-    reference = np.asarray(rasterise_cached(draw_svg(meta, predict(meta), view), x1 - x0))
+    # The whole reference picture at the image's width, cropped like the image: a faithful
+    # answer then matches it pixel for pixel (a window drawn on its own lands on other pixels).
+    reference = np.asarray(rasterise_cached(draw_svg(meta, predict(meta)), width))[y0:y1, x0:x1]
     crop = image[y0:y1, x0:x1]
     h, w = min(crop.shape[0], reference.shape[0]), min(crop.shape[1], reference.shape[1])
     # Wang et al.'s reference implementation first averages f x f blocks, f = round(side / 256):

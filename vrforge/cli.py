@@ -183,6 +183,12 @@ def _cmd_score(args: argparse.Namespace) -> int:
     return cli_gap(args.generative, args.discriminative, out=args.out)
 
 
+def _cmd_run_choice(args: argparse.Namespace) -> int:
+    from vrforge.runners.vlm_choice import cli_choice
+
+    return cli_choice(args)
+
+
 def _read_meta(path: Path) -> dict[str, Any]:
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
@@ -250,6 +256,30 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("path", help="the release folder (prompt/, eval_questions/, prompt_ablation/)")
     q.add_argument("--out", help="output folder (default ./cfworld-import)")
     q.set_defaults(func=_cmd_cfworld_import)
+
+    from vrforge.runners.cfeval_judge import add_judge_arguments, cli_judge
+    from vrforge.runners.cfeval_report import add_calibrate_arguments, add_report_arguments, cli_calibrate, cli_report
+
+    p = sub.add_parser("cfeval", help="CF-Eval: judge CF-World images with a VLM, report PRR/RRR, calibrate the gate")
+    cfeval = p.add_subparsers(dest="cfeval_command", required=True)
+    for name, help_text, add_arguments, run in (
+        ("judge", "score <images>/<scenario_id>/<level>.png with a VLM judge over an OpenAI-compatible endpoint",
+         add_judge_arguments, cli_judge),
+        ("report", "the paper-style table (L1, L2, L3, PRR, RRR per judge), per-domain tables, judge agreement, plot",
+         add_report_arguments, cli_report),
+        ("calibrate", "sweep the gating threshold against human judgements (accuracy, F1)", add_calibrate_arguments, cli_calibrate),
+    ):
+        q = cfeval.add_parser(name, help=help_text)
+        add_arguments(q)
+        q.set_defaults(func=run)
+
+    from vrforge.runners.vlm_choice import add_arguments as add_choice_arguments  # imports no torch
+
+    p = sub.add_parser("run", help="run models on the benchmarks")
+    run = p.add_subparsers(dest="run_command", required=True)
+    q = run.add_parser("tacit-choice", help="a VLM picks among the five options (discriminative track), with circular rotation")
+    add_choice_arguments(q)
+    q.set_defaults(func=_cmd_run_choice)
 
     p = sub.add_parser("score", help="score model answers on TACIT (generative, discriminative) and the gap between them")
     score = p.add_subparsers(dest="score_command", required=True)

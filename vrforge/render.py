@@ -1,19 +1,21 @@
-"""SVG -> PNG: parse each SVG once, rasterise it at every requested width, encode.
+"""SVG -> PNG: walk each SVG once, rasterise it at every requested width, encode.
 
-cairosvg (cairo) is the rasteriser: it renders everything the generators draw, text
-included, and cairo's software rasteriser gives the same pixels on every run and machine.
-Encoding dominates at large sizes, so images go through ``encode_png`` whose settings were
-chosen by bench/render_settings.py (see README, "Rendering").
+cairosvg interprets the SVG and cairo rasterises it: cairo's software rasteriser gives the
+same pixels on every run and machine. Every published image is an exact 8-bit palette PNG
+(see ``rasterise_images``); bench/build_throughput.py measures this path against the naive
+one (cairosvg per size, Pillow's default PNG writer).
 """
 
 from __future__ import annotations
 
 import io
+import re
 import struct
 import zlib
 from collections.abc import Iterable
 from functools import lru_cache
 
+import cairocffi
 import cairosvg.parser
 import cairosvg.surface
 import numpy as np
@@ -21,83 +23,166 @@ from PIL import Image
 
 RESOLUTIONS = (512, 1024, 2048)
 
-# Images with at most this many distinct colours are stored as exact palette PNGs: lossless,
-# 2-3x smaller and several times faster to encode than RGB (bench/render_settings.py).
+# Published images are 8-bit palette PNGs: 2-4x smaller and several times faster to write
+# and read than RGB.
 PALETTE_LIMIT = 256
-PALETTE_COMPRESS_LEVEL = 6  # 2048 px maze: ~9 ms; level 9 halves the size but takes ~48 ms
+PALETTE_COMPRESS_LEVEL = 3  # 2048 px: about half the time of level 6 for files ~1.3x larger
 MIN_SEPARATION = 16
-# Anti-aliased images (> 256 colours) are written by ``_rgb_png``: rows unfiltered, zlib
-# level 3. Pillow tries every PNG filter on every row, which is most of its time: at 2048 px
-# it takes ~110 ms for a file of the same size that this writes in ~35 ms.
+# Other images (gallery sheets) with > 256 colours are written by ``_rgb_png``: rows
+# unfiltered, zlib level 3. Pillow tries every PNG filter on every row, which is most of its
+# time: at 2048 px it takes ~110 ms for a file of the same size that this writes in ~35 ms.
 RGB_ZLIB_LEVEL = 3
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def rasterise(svg: str | bytes, widths: Iterable[int]) -> dict[int, np.ndarray]:
     """Render ``svg``, parsed once, at each width; returns RGB uint8 arrays (H, W, 3) on white."""
-    return {width: np.asarray(image) for width, image in rasterise_images(svg, widths).items()}
+    return {width: np.asarray(image.convert("RGB")) for width, image in rasterise_images(svg, widths).items()}
 
 
 def rasterise_images(svg: str | bytes, widths: Iterable[int]) -> dict[int, Image.Image]:
-    """Render ``svg``, parsed once, at each width; returns RGB Pillow images on white."""
+    """Render ``svg`` at each width; returns the published images: palette ("P") Pillow
+    images on white (``convert("RGB")`` for pixels; ``encode_png`` writes them as they are).
+
+    cairosvg walks the SVG once (its per-element Python work is most of the cost at small
+    sizes) into a cairo recording surface at the SVG's own size; cairo replays the recorded
+    vector commands at each width. A width's pixels never depend on which other widths were
+    asked for, so a verifier's reference render matches the build's image exactly.
+
+    Published pixels hold at most 256 colours: an anti-aliased picture is mapped onto its
+    drawing colours and their blends (``_blend_palette``), which looks the same and makes every
+    image an 8-bit palette PNG, 2-4x smaller and faster to write and read than RGB.
+    """
     data = svg.encode("utf-8") if isinstance(svg, str) else svg
-    tree = cairosvg.parser.Tree(bytestring=data)
+    return {width: _published(raster, data) for width, raster in raw_rasters(data, widths).items()}
+
+
+def raw_rasters(svg: bytes, widths: Iterable[int]) -> dict[int, Image.Image]:
+    """cairo's RGB rasters of ``svg`` at each width, before the palette step."""
+    recording = _RecordingSurface(cairosvg.parser.Tree(bytestring=svg), None, 96)
+    natural_width, natural_height = recording.natural_size
     out: dict[int, Image.Image] = {}
     for width in widths:
-        surface = cairosvg.surface.PNGSurface(tree, None, 96, output_width=width, background_color="white")
-        raster = surface.cairo
+        height = int(round(natural_height * width / natural_width))  # as cairosvg sizes an output_width render
+        raster = cairocffi.ImageSurface(cairocffi.FORMAT_RGB24, width, height)
+        context = cairocffi.Context(raster)
+        context.set_source_rgb(1, 1, 1)
+        context.paint()
+        context.scale(width / natural_width, width / natural_width)
+        context.set_source_surface(recording.cairo)
+        context.paint()
         raster.flush()
-        # cairo holds premultiplied BGRA words; on the opaque white background that is plain
-        # BGRX, which Pillow unpacks into a new RGB image in one pass (far cheaper than a
-        # numpy channel swap); the image owns its pixels, so the surface can go.
-        out[width] = Image.frombuffer("RGB", (raster.get_width(), raster.get_height()), raster.get_data(),
-                                      "raw", "BGRX", raster.get_stride(), 1)
-        surface.finish()
+        # cairo holds BGRX words, which Pillow unpacks into a new RGB image in one pass (far
+        # cheaper than a numpy channel swap); the image owns its pixels, so the surface can go.
+        out[width] = Image.frombuffer("RGB", (width, height), raster.get_data(), "raw", "BGRX", raster.get_stride(), 1)
+        raster.finish()
+    recording.finish()
     return out
+
+
+class _RecordingSurface(cairosvg.surface.PNGSurface):
+    """cairosvg drawing into a cairo recording surface (vector commands) instead of pixels."""
+
+    natural_size: tuple[float, float]
+
+    def _create_surface(self, width: float, height: float) -> tuple[cairocffi.RecordingSurface, float, float]:
+        self.natural_size = (width, height)
+        return cairocffi.RecordingSurface(cairocffi.CONTENT_COLOR_ALPHA, (0, 0, width, height)), width, height
 
 
 @lru_cache(maxsize=32)
 def rasterise_cached(svg: str, width: int) -> Image.Image:
-    """One SVG at one width, remembered: a verifier compares several answers (the five options,
-    at each resolution) with one reference picture. The image is shared: do not modify it."""
-    return rasterise_images(svg, (width,))[width]
+    """One SVG at one width as RGB, remembered: a verifier compares several answers (the five
+    options, at each resolution) with one reference picture. The image is shared: do not modify it."""
+    return rasterise_images(svg, (width,))[width].convert("RGB")
 
 
 def encode_png(image: Image.Image | np.ndarray) -> bytes:
-    """Lossless, deterministic PNG bytes for an RGB image."""
+    """Lossless, deterministic PNG bytes: a palette image as it is, an RGB image as an exact
+    palette PNG when it can be (<= 256 well-separated colours), else as RGB."""
     if isinstance(image, np.ndarray):
         image = Image.fromarray(image, "RGB")
-    colours = image.getcolors(PALETTE_LIMIT)
-    if colours is None:
-        return _rgb_png(np.asarray(image))
-    # Each colour present gets its own entry (sorted, so the palette does not depend on pixel
-    # order). Pillow maps pixels through a reduced-precision cache: exact for well-separated
-    # palettes (crisp drawings); close anti-aliasing shades go through an exact lookup table.
-    entries = np.array(sorted(colour for _, colour in colours), dtype=np.uint8)
-    if _well_separated(entries):
-        palette = Image.new("P", (1, 1))
-        palette.putpalette(entries.ravel().tolist())
-        indexed = image.quantize(palette=palette, dither=Image.Dither.NONE)
-    else:
-        indexed = Image.frombuffer("P", image.size, _exact_indices(image, entries), "raw", "P", 0, 1)
-        indexed.putpalette(entries.ravel().tolist())
+    indexed = image if image.mode == "P" else _exact_palette_image(image)
+    if indexed is None:  # not a rendered picture (e.g. a gallery sheet)
+        return _rgb_png(np.asarray(image.convert("RGB")))
     buffer = io.BytesIO()
     indexed.save(buffer, format="PNG", compress_level=PALETTE_COMPRESS_LEVEL)
     return buffer.getvalue()
 
 
-_LOOKUP = np.zeros(1 << 24, dtype=np.uint8)  # packed RGB -> palette index, reset after each use
+def _published(image: Image.Image, svg: bytes) -> Image.Image:
+    """The palette image published for the raster ``image``.
+
+    A crisp drawing (anti-aliasing off for the whole SVG) holds exactly the colours it names,
+    so mapping onto them is exact; any other picture is mapped onto its drawing colours and
+    their blends. Neither needs a pass to count the image's colours.
+    """
+    colours = _drawing_colours(svg)
+    if _is_crisp(svg) and _well_separated(np.array(colours, dtype=np.uint8)):
+        return image.quantize(palette=_palette_image(colours), dither=Image.Dither.NONE)
+    return image.quantize(palette=_blend_palette(colours), dither=Image.Dither.NONE)
 
 
-def _exact_indices(image: Image.Image, entries: np.ndarray) -> bytes:
-    """Palette index of every pixel, exactly (``entries`` holds every colour of the image)."""
-    keys = entries.astype(np.uint32) @ np.array([1, 1 << 8, 1 << 16], dtype=np.uint32)
-    packed = np.frombuffer(image.tobytes("raw", "RGBX"), dtype="<u4") & 0xFFFFFF
-    _LOOKUP[keys] = np.arange(len(entries), dtype=np.uint8)
-    try:
-        return _LOOKUP[packed].tobytes()
-    finally:
-        _LOOKUP[keys] = 0
+def _is_crisp(svg: bytes) -> bool:
+    """True when the root element turns anti-aliasing off and nothing turns it back on."""
+    return svg.count(b"shape-rendering") == 1 and _CRISP_ROOT.search(svg) is not None
+
+
+def _exact_palette_image(image: Image.Image) -> Image.Image | None:
+    """The palette image of ``image`` pixel for pixel, or None when it has more than 256
+    colours or colours too close for Pillow's palette mapping to keep exact."""
+    colours = image.getcolors(PALETTE_LIMIT)
+    if colours is None:
+        return None
+    # Each colour present gets its own entry, sorted, so the palette does not depend on pixel order.
+    entries = np.array(sorted(colour for _, colour in colours), dtype=np.uint8)
+    if not _well_separated(entries):
+        return None
+    return image.quantize(palette=_palette_image([tuple(c) for c in entries.tolist()]), dither=Image.Dither.NONE)
+
+
+def _palette_image(colours: Iterable[tuple[int, int, int]]) -> Image.Image:
+    palette = Image.new("P", (1, 1))
+    palette.putpalette([value for colour in colours for value in colour])
+    return palette
+
+
+_HEX_COLOUR = re.compile(rb"#([0-9a-fA-F]{6}|[0-9a-fA-F]{3})\b")
+_CRISP_ROOT = re.compile(rb"<svg\b[^>]*shape-rendering=\"crispEdges\"")
+WHITE = (255, 255, 255)
+BLEND_LEVELS = 15  # at most this many shades between two drawing colours
+
+
+def _drawing_colours(svg: bytes) -> tuple[tuple[int, int, int], ...]:
+    """The solid colours an SVG names as ``#rrggbb`` or ``#rgb``, plus the white ground."""
+    found = {tuple(int(h[i:i + 2], 16) for i in (0, 2, 4)) if len(h) == 6 else tuple(int(c, 16) * 17 for c in h.decode())
+             for h in _HEX_COLOUR.findall(svg)}
+    return tuple(sorted(found | {WHITE}))
+
+
+@lru_cache(maxsize=64)
+def _blend_palette(colours: tuple[tuple[int, int, int], ...]) -> Image.Image:
+    """A palette of the drawing colours and evenly spaced blends between them.
+
+    Anti-aliased edge pixels are blends of two colours, most often a colour and the white
+    ground, so those pairs get up to ``BLEND_LEVELS`` shades and the other pairs share what
+    is left of the 256 entries.
+    """
+    colours = colours[:PALETTE_LIMIT]
+    on_white = [(WHITE, c) for c in colours if c != WHITE]
+    between = [(a, b) for i, a in enumerate(colours) for b in colours[i + 1:] if WHITE not in (a, b)]
+    budget = PALETTE_LIMIT - len(colours)
+    white_levels = min(BLEND_LEVELS, budget // max(1, len(on_white)))
+    other_levels = min(BLEND_LEVELS, (budget - white_levels * len(on_white)) // max(1, len(between)))
+    entries = set(colours)
+    for pairs, levels in ((on_white, white_levels), (between, other_levels)):
+        for a, b in pairs:
+            for step in range(1, levels + 1):
+                t = step / (levels + 1)
+                entries.add(tuple(int(round(x * (1 - t) + y * t)) for x, y in zip(a, b)))
+    ordered = sorted(entries)[:PALETTE_LIMIT]
+    ordered += [ordered[0]] * (PALETTE_LIMIT - len(ordered))  # pad with a real colour, never a stray black
+    return _palette_image(ordered)
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:

@@ -448,7 +448,7 @@ def draw(meta: dict, strokes: list[Stroke] | None) -> str:
             drawing.add(drawing.circle(center=(fmt(points[0][0]), fmt(points[0][1])), r=fmt(PATH_WIDTH / 2), fill=palette["path"]))
         else:
             drawing.add(drawing.path(d=polyline_path(points), stroke=palette["path"], stroke_width=fmt(PATH_WIDTH),
-                                     fill="none", stroke_linecap="round", stroke_linejoin="round"))
+                                     fill="none", stroke_linecap="square", stroke_linejoin="miter"))
     return to_string(drawing)
 
 
