@@ -51,6 +51,15 @@ def test_leak_outcome_term_fires_on_the_phrase_in_any_inflection():
     assert any(r.startswith("leak (outcome terms)") and "'dark mirror'" in r for r in found)
 
 
+def test_outcome_term_inside_the_counterfactual_is_not_checked():
+    boil = law(dict(FALL_LAW, counterfactual="Water boils at 40 degrees Celsius.", outcome_terms=["boiling", "bubbles rise"]))
+    s = with_level(fall(), "l3", prompt="If water boils at 40 degrees Celsius, draw a glass of water in the hot sun.")
+    assert [r for r in V.check_leak(s, boil) if "outcome terms" in r] == []
+    s = with_level(s, "l3", prompt=s.levels["l3"].prompt + " Bubbles rising.")
+    found = [r for r in V.check_leak(s, boil) if "outcome terms" in r]
+    assert found == ["leak (outcome terms): the L3 prompt contains 'bubbles rise'"]
+
+
 def test_leak_lexical_fires_on_words_the_l2_prompt_and_point_share():
     good = fall()
     assert V.check_leak(good) == []
@@ -130,6 +139,9 @@ def test_same_scene_ignores_the_factual_outcome_in_l1():
     "The mirror surface is pitch black.",
     "The reflection of the vase and the flowers is visible in the mirror.",
     "The apple rises above the child's head.",
+    "The egg has no shell and is translucent and rubbery.",  # two predicates of one subject
+    "Snow lies on the valley floor while the mountain peaks are bare.",  # a contrast: where the outcome lies
+    "The stars appear as sharp points with no trails.",
 ])
 def test_single_visible_facts_pass(point):
     assert V.assessment_point_problems(point) == []
@@ -138,6 +150,7 @@ def test_single_visible_facts_pass(point):
 @pytest.mark.parametrize(("point", "problem"), [
     ("The mirror is black and the vase is red.", "joins two facts"),
     ("Roots grow upward, the leaves turn yellow.", "joins two facts"),
+    ("Raindrops fall and the sand is wet.", "joins two facts"),
     ("The mirror is black. The vase is red.", "has more than one sentence"),
     ("The mirror is black; the vase is red.", "has more than one sentence"),
     ("Is the mirror black?", "is a question"),

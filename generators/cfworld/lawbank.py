@@ -166,7 +166,8 @@ def _same_text(a: str, b: str) -> bool:
     return " ".join(a.split()) == " ".join(b.split())
 
 
-def seed_problems(scenario: Scenario, law: Law | None, existing: list[Scenario], embed: Any = None) -> list[str]:
+def seed_problems(scenario: Scenario, law: Law | None, existing: list[Scenario], embed: Any = None,
+                  validate: bool = True) -> list[str]:
     """Why a curated scenario cannot be a seed (empty when it can)."""
     if law is None:
         return ["no law with this id"]
@@ -176,15 +177,16 @@ def seed_problems(scenario: Scenario, law: Law | None, existing: list[Scenario],
             problems.append(f"{name} differs from the law's")
     if scenario.provenance.kind != "manual" or scenario.provenance.review_status != "approved":
         problems.append("provenance must be kind manual, review_status approved")
-    return problems + validate_scenario(scenario, law, existing, embed=embed)
+    return problems + (validate_scenario(scenario, law, existing, embed=embed) if validate else [])
 
 
 def load_seed_scenarios(folder: Path | str | None = None, laws: list[Law] | None = None,
-                        embed: Any = None) -> list[Scenario]:
+                        embed: Any = None, validate: bool = True) -> list[Scenario]:
     """The curated seed scenarios of ``folder`` (default: the package's seeds/), sorted by (domain, id).
 
     ``laws`` defaults to ``load_laws()``; ``embed`` is passed to ``validate_scenario`` (None:
-    lexical checks only, so loading needs no model).
+    lexical checks only, so loading needs no model); ``validate=False`` checks the schema,
+    the law match and the provenance only (for using the seeds as examples).
     """
     folder = Path(folder) if folder is not None else SEEDS_DIR
     by_id = {law.id: law for law in (laws if laws is not None else load_laws())}
@@ -205,7 +207,7 @@ def load_seed_scenarios(folder: Path | str | None = None, laws: list[Law] | None
             if any(s.id == scenario.id for s in seeds):
                 problems.append(f"{path.name}: {label}: duplicate seed id")
                 continue
-            found = seed_problems(scenario, by_id.get(scenario.id), seeds, embed)
+            found = seed_problems(scenario, by_id.get(scenario.id), seeds, embed, validate)
             if found:
                 problems += [f"{path.name}: {label}: {p}" for p in found]
                 continue

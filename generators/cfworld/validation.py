@@ -20,7 +20,8 @@ scenarios of the official CF-World release that have all assessment points):
   assessment points, known dimensions, positive weights).
 - **leak** (the L3 prompt must not state the outcome that L2 states):
   *outcome terms*: no outcome term of the law occurs (normalised, as a contiguous word
-  sequence) in the L3 prompt;
+  sequence) in the L3 prompt, except a term the counterfactual itself contains (the L3
+  prompt has to state the premise);
   *lexical*: the outcome vocabulary is every content word, and every adjacent pair of
   content words (negation marker included, order ignored), that the L2 prompt shares with
   the L2 or L3 assessment point, minus what the L1 prompt, the L1 assessment point, the
@@ -42,10 +43,13 @@ scenarios of the official CF-World release that have all assessment points):
 - **assessment-point** (each level's point is a single visible fact): one sentence, no ";",
   not a question, at most ``AP_MAX_WORDS`` (25) words, names a thing and what is seen of it
   (at least two content words), no non-visual sense or state words (sound, smell, taste,
-  feel, weigh, think ...), and no second clause: an "and" / "but" / "while" / "whereas" /
-  "although" / "as" / "so" / a comma before "the"/"a"/"it"... joining two parts that each
-  have a finite verb (is/are/has/does/appears/floats/... from a fixed list) joins two facts;
-  "and" between nouns ("the vase and the flowers are reflected") does not.
+  feel, weigh, think ...), and no second clause: an "and" / "but" / a comma before
+  "the"/"a"/"it"... joining two parts that each have a subject and a finite verb (a verb
+  from a fixed list — is/are/has/does/appears/floats/... — that is not the part's first
+  word) joins two facts ("raindrops fall and the sand is wet"); "and" between nouns ("the
+  vase and the flowers are reflected") or between two predicates of one subject ("the egg
+  has no shell and is rubbery") does not. A contrast ("the peaks are bare while the valley
+  is white") is one fact: where the outcome lies.
 - **questions**: every (level, dimension) pair has at least one question of positive weight.
 - **near-duplicate**: Jaccard similarity of the content words of (counterfactual + L2
   prompt) ≥ ``NEAR_DUPLICATE_MIN`` (0.8) against any other scenario (another id) rejects
@@ -100,15 +104,15 @@ NON_VISUAL = frozenset({"sound", "sounds", "hear", "hears", "heard", "loud", "lo
                         "smell", "smells", "odor", "odour", "scent", "taste", "tastes", "flavor", "flavour", "feel", "feels",
                         "felt", "weigh", "weighs", "think", "thinks", "believe", "believes", "want", "wants", "know",
                         "knows", "remember", "remembers", "intend", "intends", "hope", "hopes", "wish", "wishes"})
-CLAUSE_JOINERS = re.compile(r",?\s+(?:and|but|while|whereas|although|though|as|so|yet)\s+|,\s+(?=(?:the|a|an|its|their|it|they)\s)")
+CLAUSE_JOINERS = re.compile(r",?\s+(?:and|but)\s+|,\s+(?=(?:the|a|an|its|their|it|they|there)\s)")
 # Finite verbs that mark a clause: auxiliaries and the visible-state verbs assessment points use.
 FINITE_VERBS = _word_set("""
 is are was were has have had does do did can cannot will would remains remain stays stay becomes become appears appear
 looks look seems seem shows show shines shine glows glow floats float sinks sink falls fall rises rise hangs hang
-stands stand lies lie sits sit moves move flows flow points point bends bend melts melt freezes freeze boils boil burns
+stands stand lies lie sits sit moves move flows flow bends bend melts melt freezes freeze boils boil burns
 burn casts cast reflects reflect grows grow turns turn spins spin orbits orbit leans lean tilts tilt drifts drift
-hovers hover drips drip spills spill shatters shatter breaks break bounces bounce rolls roll slides slide
-""")
+hovers hover spills spill shatters shatter breaks break bounces bounce rolls roll slides slide
+""")  # no words mostly used as nouns ("points", "drips"): "sharp points with no trails" is not a clause
 
 
 # ----------------------------------------------------------------------------- normalisation
@@ -221,7 +225,11 @@ def check_leak(scenario: Scenario, law: Law | None = None, embed: Embedder | Non
     reasons: list[str] = []
     if law is not None:
         sequence = _phrase(l3)
-        hits = [term for term in law.outcome_terms if _contains(sequence, _phrase(term))]
+        # A term the counterfactual itself contains ("boiling" for "water boils at 40 °C") cannot be
+        # kept out of an L3 prompt that must state the premise: only the other terms are checked.
+        premise = _phrase(law.counterfactual)
+        hits = [term for term in law.outcome_terms
+                if _contains(sequence, _phrase(term)) and not _contains(premise, _phrase(term))]
         if hits:
             reasons.append(f"leak (outcome terms): the L3 prompt contains {', '.join(repr(t) for t in hits)}")
     words, pairs = leak_vocabulary(scenario, law)
@@ -289,11 +297,19 @@ def assessment_point_problems(point: str) -> list[str]:
     non_visual = sorted(set(words) & NON_VISUAL)
     if non_visual:
         problems.append(f"is not visible ({', '.join(non_visual)})")
-    parts = CLAUSE_JOINERS.split(text.lower())
-    finite = [bool(set(_tokens(part)) & FINITE_VERBS) for part in parts]
-    if sum(finite) >= 2:
+    if sum(_is_clause(part) for part in CLAUSE_JOINERS.split(text.lower())) >= 2:
         problems.append("joins two facts")
     return problems
+
+
+def _is_clause(part: str) -> bool:
+    """A subject and a finite verb: a listed verb that is not the part's first word.
+
+    A part that starts with its verb ("... has no shell and is translucent") shares the
+    subject before it: one thing described twice, not a second fact.
+    """
+    words = _tokens(part)
+    return any(word in FINITE_VERBS for word in words[1:])
 
 
 def check_assessment_points(scenario: Scenario) -> list[str]:
