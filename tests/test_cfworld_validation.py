@@ -86,16 +86,19 @@ def test_leak_lexical_catches_a_negated_outcome_pair():
     assert len(found) == 1 and "'not reflect'" in found[0]
 
 
-def test_leak_embedding_uses_the_margin_and_names_the_check():
-    def embed_with(l3_similarity):
+def test_leak_embedding_uses_the_premise_baseline_and_names_the_check():
+    def embed_with(l3_similarity, base_similarity=0.5):
         def embed(texts):
-            l1, l3, point = texts
-            return [[0.6, 0.8], [l3_similarity, (1 - l3_similarity**2) ** 0.5], [1.0, 0.0]]
+            l1, l3, point, base = texts
+            assert base == f"{MIRROR_LAW['counterfactual']} {l1}"
+            unit = lambda c: [c, (1 - c**2) ** 0.5]  # noqa: E731 - a vector at cosine c from the point
+            return [unit(0.3), unit(l3_similarity), [1.0, 0.0], unit(base_similarity)]
         return embed
 
-    assert V.check_leak(mirror(), embed=embed_with(0.8)) == []  # 0.8 - 0.6 = 0.2 <= 0.25
-    found = V.check_leak(mirror(), embed=embed_with(0.95))
-    assert len(found) == 1 and found[0].startswith("leak (embedding): cos(L3 prompt, L2 point) 0.95")
+    assert V.check_leak(mirror(), law(MIRROR_LAW), embed=embed_with(0.58)) == []  # 0.58 - max(0.3, 0.5) <= 0.1
+    found = V.check_leak(mirror(), law(MIRROR_LAW), embed=embed_with(0.7))
+    assert found == ["leak (embedding): cos(L3 prompt, L2 point) 0.70 exceeds the premise-plus-L1 baseline 0.50 by more than 0.1"]
+    assert V.check_leak(mirror(), law(MIRROR_LAW), embed=embed_with(0.7, base_similarity=0.65)) == []
 
 
 def test_embedding_check_is_skipped_when_the_packages_are_missing(monkeypatch):

