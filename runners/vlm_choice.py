@@ -1,0 +1,608 @@
+"""TACIT discriminative track: a vision-language model picks the solution among five option images.
+
+Each puzzle is shown as its picture followed by the five options labelled A-E (the four
+distractors in order with the solution inserted at ``answer_index``) and a question asking for
+one letter. A backend answers with a letter (``vlm_backends``: option-letter log-likelihood for
+transformers models, a parsed text answer for OpenAI-compatible endpoints).
+
+Circular evaluation (MMBench's CircularEval): each puzzle is asked once per rotation of the
+options, rotation ``r`` presenting original option ``(p + r) % 5`` at position ``p``. A puzzle
+counts as circular-correct only if every rotation picks the solution, which cancels a model's
+preference for a position. The report gives single-pass accuracy (rotation 0, the original
+order), circular accuracy, how often each letter was chosen, and how often all rotations chose
+the same original option.
+
+Output folder:
+- ``samples.jsonl``: one line per puzzle with every rotation's answer (order shown, letter,
+  original index, scores or raw text) and the circular verdict; appended line by line
+  (flush + fsync) as puzzles finish, so an interrupted run resumes where it stopped;
+- ``run.json``: what produced the samples (backend, model, prompt); a resume with other
+  settings is refused instead of mixing answers;
+- ``results.json``: the reference format ``{"results": [{puzzle_id, task, difficulty,
+  correct_index, selected_index}]}`` with the single-pass selections (what
+  ``vrforge score discriminative`` reads), plus a ``summary`` with both accuracies and the
+  histograms; written atomically at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from vrforge.builds.fileio import write_bytes_atomic
+from vrforge.runners.scoring import DIFFICULTY_ORDER, ScoringError, _aggregate, _dataset_info, dataset_configs, read_rows
+from vrforge.types import OPTION_COUNT
+
+LETTERS = "ABCDE"
+PROMPT_VERSION = 1
+RESULTS_FILE = "results.json"
+SAMPLES_FILE = "samples.jsonl"
+RUN_FILE = "run.json"
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+# What the answer image shows, per task (the pictures carry no words, so the question says it).
+TASK_HINTS = {
+    "maze": "the route drawn from the green square to the red square, through the portals between layers",
+    "raven": "the matrix with its missing bottom-right panel drawn in",
+    "logic_grid": "the grid with every cell filled so that every rule shown holds",
+    "graph_coloring": "the graph with every node coloured from the swatches so that no two linked nodes share a colour",
+    "graph_isomorphism": "graph B coloured so that its colouring matches graph A edge for edge",
+    "unknot": "a frame around the one diagram that is the unknot",
+    "ca_forward": "the grid after the shown number of steps of the rule",
+    "ca_inverse": "the rule table with its empty entries filled in",
+    "ortho_projection": "the top, front and side view grids filled in",
+    "iso_reconstruction": "an isometric drawing of a solid that has the three views shown",
+}
+GENERIC_HINT = "the puzzle completed correctly"
+
+
+class ChoiceError(Exception):
+    """A user mistake (bad dataset, bad option, conflicting resume): one line, exit 2."""
+
+
+class BackendError(Exception):
+    """The model cannot be loaded or the endpoint cannot answer at all: one line, the run stops (resumable)."""
+
+
+# --------------------------------------------------------------------------- items and questions
+
+
+@dataclass(frozen=True)
+class Item:
+    """One puzzle: its picture and the five options in the original order (distractors with the solution inserted)."""
+
+    id: str
+    task: str
+    difficulty: str
+    index: int
+    answer_index: int
+    puzzle: bytes
+    options: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class Question:
+    """What a backend is asked: text and PNG parts in order; ``options`` are as presented (A first)."""
+
+    task: str
+    puzzle: bytes
+    options: tuple[bytes, ...]
+
+    @property
+    def intro(self) -> str:
+        hint = TASK_HINTS.get(self.task, GENERIC_HINT)
+        return (f"The first image is a visual puzzle. Each of the next {len(self.options)} images, labelled "
+                f"{LETTERS[0]} to {LETTERS[len(self.options) - 1]}, is a candidate answer: {hint}. Exactly one is correct.")
+
+    @property
+    def ask(self) -> str:
+        letters = ", ".join(LETTERS[: len(self.options) - 1]) + f" or {LETTERS[len(self.options) - 1]}"
+        return f"Which option is correct? Answer with the option's letter ({letters}) only."
+
+    def parts(self) -> list[tuple[str, str | bytes]]:
+        """("text", str) and ("image", png bytes) in reading order: 1 + len(options) images."""
+        parts: list[tuple[str, str | bytes]] = [("text", self.intro), ("text", "Puzzle:"), ("image", self.puzzle)]
+        for letter, option in zip(LETTERS, self.options):
+            parts += [("text", f"Option {letter}:"), ("image", option)]
+        parts.append(("text", self.ask))
+        return parts
+
+
+def rotation_order(rotation: int, count: int = OPTION_COUNT) -> list[int]:
+    """Original option indices in presented order: position p shows original option (p + rotation) % count."""
+    return [(position + rotation) % count for position in range(count)]
+
+
+def question_for(item: Item, rotation: int) -> tuple[Question, list[int]]:
+    order = rotation_order(rotation, len(item.options))
+    return Question(item.task, item.puzzle, tuple(item.options[i] for i in order)), order
+
+
+# --------------------------------------------------------------------------- answers
+
+
+@dataclass
+class Answer:
+    """A backend's answer to one question: the presented position chosen (None: no usable answer)."""
+
+    position: int | None
+    raw: str | None = None
+    scores: list[float] | None = None
+    error: str | None = None
+
+
+class Backend(Protocol):
+    def describe(self) -> dict[str, Any]:
+        """The settings that determine the answers (compared on resume)."""
+
+    def answer(self, question: Question) -> Answer:
+        """Raises BackendError only when no further question can be answered either."""
+
+
+_UPPER = r"[A-E](?![A-Za-z0-9])"
+_LOWER = r"[a-e](?=\s*$|[).:,;\]*\"'])"  # a lone lowercase letter must end the text or meet punctuation ("c)")
+_LETTER = rf"(?P<letter>{_UPPER}|{_LOWER})"
+_BOXED = re.compile(rf"\\boxed\{{\s*(?:\\text(?:bf)?\{{\s*)?{_LETTER}")
+_ANSWER = re.compile(rf"(?i:\banswer\b)[^A-Za-z\n]{{0,6}}(?:(?i:is)\s*)?(?:(?i:option)\s*)?[^A-Za-z\n]{{0,4}}{_LETTER}")
+_OPTION = re.compile(rf"(?i:\b(?:option|choice)\b)[^A-Za-z\n]{{0,4}}{_LETTER}")
+_WHOLE = re.compile(rf"^\s*(?:<\w+>)?[\s(\[*\"']*{_LETTER}[\s).:\]*\"']*(?:</\w+>)?\s*$")
+_LEADING = re.compile(rf"^\s*[(\[*]*{_LETTER}\s*[).:\]*]")
+_STANDALONE = re.compile(r"(?<![A-Za-z0-9])[A-E](?![A-Za-z0-9])")
+
+
+def parse_choice(text: str | None, count: int = OPTION_COUNT) -> int | None:
+    """The presented position named by a free-text answer, or None when it names none or several.
+
+    In order: ``\\boxed{C}``; the last "answer ... C"; a lone "option C" / "choice C"; a reply that
+    is just the letter ("C", "c)", "(C)", "**C**", "<answer>C</answer>"); a reply starting "C)" or
+    "C."; finally a single distinct capital A-E standing alone in the text.
+    """
+    if not text or not text.strip():
+        return None
+    text = text.strip()
+    valid = LETTERS[:count]
+
+    def position(letter: str) -> int | None:
+        upper = letter.upper()
+        return valid.index(upper) if upper in valid else None
+
+    for pattern in (_BOXED, _ANSWER):
+        matches = list(pattern.finditer(text))
+        if matches:
+            return position(matches[-1]["letter"])
+    named = {m["letter"].upper() for m in _OPTION.finditer(text)}
+    if len(named) == 1:
+        return position(named.pop())
+    for pattern in (_WHOLE, _LEADING):
+        match = pattern.match(text)
+        if match:
+            return position(match["letter"])
+    standalone = set(_STANDALONE.findall(text))
+    return position(standalone.pop()) if len(standalone) == 1 else None
+
+
+def ask_item(item: Item, backend: Backend, rotations: int) -> dict[str, Any]:
+    """Every rotation's answer for one puzzle, mapped back to original option indices, as a samples.jsonl record."""
+    records = []
+    for rotation in range(rotations):
+        question, order = question_for(item, rotation)
+        answer = backend.answer(question)
+        position = answer.position if answer.position is not None and 0 <= answer.position < len(order) else None
+        selected = order[position] if position is not None else None
+        record: dict[str, Any] = {
+            "rotation": rotation,
+            "order": order,
+            "correct_letter": LETTERS[order.index(item.answer_index)],
+            "answer": LETTERS[position] if position is not None else None,
+            "selected_index": selected,
+            "correct": selected == item.answer_index,
+        }
+        if answer.scores is not None:
+            record["scores"] = [round(float(s), 6) for s in answer.scores]
+        if answer.raw is not None:
+            record["raw"] = answer.raw
+        if answer.error is not None:
+            record["error"] = answer.error
+        records.append(record)
+    single = records[0]["selected_index"]
+    picks = {r["selected_index"] for r in records}
+    return {
+        "id": item.id, "task": item.task, "difficulty": item.difficulty, "index": item.index,
+        "correct_index": item.answer_index,
+        "selected_index": single,
+        "correct": single == item.answer_index,
+        "circular_correct": all(r["correct"] for r in records) if rotations > 1 else None,
+        "consistent": (len(picks) == 1 and None not in picks) if rotations > 1 else None,
+        "rotations": records,
+    }
+
+
+# --------------------------------------------------------------------------- aggregation
+
+
+def _histogram(letters: Iterable[str | None], count: int = OPTION_COUNT) -> dict[str, int]:
+    counts = Counter(letter if letter is not None else "none" for letter in letters)
+    return {key: counts.get(key, 0) for key in [*LETTERS[:count], "none"]}
+
+
+def summarise(samples: Sequence[dict[str, Any]], rotations: int) -> dict[str, Any]:
+    """Single-pass and circular accuracy (overall, per task, per difficulty), position histograms, consistency."""
+    def histograms(group: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "single_pass": _histogram(s["rotations"][0]["answer"] for s in group),
+            "all_rotations": _histogram(r["answer"] for s in group for r in s["rotations"]),
+            "solution_position_single_pass": _histogram(s["rotations"][0]["correct_letter"] for s in group),
+        }
+
+    tasks = sorted({s["task"] for s in samples})
+    answers = [r for s in samples for r in s["rotations"]]
+    return {
+        "puzzles": len(samples),
+        "rotations": rotations,
+        "single_pass": _aggregate((s["task"], s["difficulty"], s["correct"]) for s in samples),
+        "circular": _aggregate((s["task"], s["difficulty"], bool(s["circular_correct"])) for s in samples)
+        if rotations > 1 else None,
+        "consistent": {"n": len(samples), "count": sum(bool(s["consistent"]) for s in samples)} if rotations > 1 else None,
+        "no_answer": {"single_pass": sum(s["selected_index"] is None for s in samples),
+                      "all_rotations": sum(r["selected_index"] is None for r in answers), "answers": len(answers)},
+        "position_histogram": {**histograms(samples),
+                               "per_task": {t: histograms([s for s in samples if s["task"] == t]) for t in tasks}},
+        "chance": {"single_pass": round(1 / OPTION_COUNT, 6),
+                   "circular": round((1 / OPTION_COUNT) ** rotations, 6) if rotations > 1 else None},
+    }
+
+
+def reference_results(samples: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The single-pass selections in the reference results format."""
+    return [{"puzzle_id": s["id"], "task": s["task"], "difficulty": s["difficulty"],
+             "correct_index": s["correct_index"], "selected_index": s["selected_index"]} for s in samples]
+
+
+# --------------------------------------------------------------------------- dataset
+
+
+def _sort_key(row: dict[str, Any]) -> tuple:
+    return row["task"], DIFFICULTY_ORDER.get(row["difficulty"], 9), row["difficulty"], row["index"]
+
+
+def plan_rows(dataset: Path, resolution: int | None, tasks: Sequence[str] | None, difficulties: Sequence[str] | None,
+              limit: int | None) -> tuple[int, list[dict[str, Any]]]:
+    """(resolution used, the rows to ask) — ordered by task, difficulty, index; ``limit`` per task x difficulty."""
+    try:
+        configs = dataset_configs(dataset) if dataset.is_dir() else {}
+        if resolution is None and configs:
+            resolution = 1024 if 1024 in configs else min(configs)
+        rows = read_rows(dataset, resolution, tasks)
+    except ScoringError as exc:
+        raise ChoiceError(str(exc)) from None
+    if difficulties is not None:
+        present = {r["difficulty"] for r in rows}
+        unknown = sorted(set(difficulties) - present)
+        if unknown:
+            raise ChoiceError(f"difficulty not in {dataset}: {', '.join(unknown)} (present: {', '.join(sorted(present))})")
+        rows = [r for r in rows if r["difficulty"] in difficulties]
+    if limit is not None:
+        taken: Counter = Counter()
+        kept = []
+        for row in rows:
+            key = (row["task"], row["difficulty"])
+            if taken[key] < limit:
+                taken[key] += 1
+                kept.append(row)
+        rows = kept
+    return resolution, rows
+
+
+def load_items(dataset: Path, resolution: int, wanted: set[str]) -> Iterator[Item]:
+    """Stream the wanted rows with their images, shard by shard (a release never sits in memory at once)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    configs = dataset_configs(dataset)[resolution]
+    columns = ["id", "task", "difficulty", "index", "answer_index", "puzzle", "solution", "distractors"]
+    for task in sorted(configs):
+        shards = sorted(configs[task].glob("*.parquet"),
+                        key=lambda p: (DIFFICULTY_ORDER.get(p.name.split("-")[0], 9), p.name))
+        for shard in shards:
+            try:
+                ids = pq.read_table(shard, columns=["id"]).column("id").to_pylist()
+                if not wanted.intersection(ids):
+                    continue
+                batches = pq.ParquetFile(shard).iter_batches(batch_size=10, columns=columns)
+                rows = [row for batch in batches for row in batch.to_pylist() if row["id"] in wanted]
+            except (pa.ArrowException, OSError, KeyError) as exc:
+                raise ChoiceError(f"cannot read {shard} ({exc.__class__.__name__}: {str(exc).splitlines()[0]})") from None
+            for row in sorted(rows, key=_sort_key):
+                yield _item(row, shard)
+
+
+def _item(row: dict[str, Any], shard: Path) -> Item:
+    def png(image: Any, what: str) -> bytes:
+        data = image.get("bytes") if isinstance(image, dict) else None
+        if not data:
+            raise ChoiceError(f"{shard}: row {row['id']} has no embedded {what} image")
+        return bytes(data)
+
+    distractors = row.get("distractors") or []
+    answer_index = row.get("answer_index")
+    if len(distractors) != OPTION_COUNT - 1:
+        raise ChoiceError(f"{shard}: row {row['id']} has {len(distractors)} distractors, expected {OPTION_COUNT - 1}")
+    if not isinstance(answer_index, int) or not 0 <= answer_index < OPTION_COUNT:
+        raise ChoiceError(f"{shard}: row {row['id']} has answer_index {answer_index!r}, expected 0..{OPTION_COUNT - 1}")
+    options = [png(d, f"distractor {k}") for k, d in enumerate(distractors)]
+    options.insert(answer_index, png(row["solution"], "solution"))
+    return Item(row["id"], row["task"], row["difficulty"], row["index"], answer_index,
+                png(row["puzzle"], "puzzle"), tuple(options))
+
+
+def pil_image(png: bytes):
+    """Decode one option PNG to RGB (what processors expect)."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as image:
+        return image.convert("RGB")
+
+
+# --------------------------------------------------------------------------- samples log (resume)
+
+
+class SampleLog:
+    """``samples.jsonl`` as an append-only log: one complete line per finished puzzle, flushed and fsynced."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.samples: dict[str, dict[str, Any]] = {}
+        self.dropped = 0
+        if path.exists():
+            self._load()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held open for the whole run
+
+    def _load(self) -> None:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ChoiceError(f"cannot read {self.path} ({exc.__class__.__name__})") from None
+        good = []
+        for line in text.splitlines():
+            try:
+                sample = json.loads(line)
+            except json.JSONDecodeError:
+                sample = None
+            if isinstance(sample, dict) and isinstance(sample.get("id"), str) and isinstance(sample.get("rotations"), list):
+                self.samples[sample["id"]] = sample
+                good.append(line)
+            elif line.strip():
+                self.dropped += 1
+        if self.dropped or (text and not text.endswith("\n")):
+            # A torn last line (killed mid-write) is dropped, so the next append starts on a fresh line.
+            write_bytes_atomic(self.path, "".join(f"{line}\n" for line in good).encode("utf-8"))
+
+    def append(self, sample: dict[str, Any]) -> None:
+        self._handle.write(json.dumps(sample, sort_keys=True, ensure_ascii=False) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self.samples[sample["id"]] = sample
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def rewrite_sorted(self) -> None:
+        """Same content in dataset order, so a resumed run ends with the same bytes as an uninterrupted one."""
+        ordered = sorted(self.samples.values(), key=lambda s: (*_sort_key(s), s["id"]))
+        write_bytes_atomic(self.path, "".join(json.dumps(s, sort_keys=True, ensure_ascii=False) + "\n"
+                                              for s in ordered).encode("utf-8"))
+
+
+def check_run(out: Path, run: dict[str, Any], has_samples: bool) -> None:
+    """Refuse to mix answers from different settings in one folder; record the settings otherwise."""
+    path = out / RUN_FILE
+    if path.exists():
+        try:
+            previous = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ChoiceError(f"cannot read {path} ({exc.__class__.__name__}); delete it or use another --out") from None
+        if has_samples and previous != run:
+            changed = sorted(k for k in set(previous) | set(run) if previous.get(k) != run.get(k))
+            detail = "; ".join(f"{k}: {previous.get(k)!r} -> {run.get(k)!r}" for k in changed)
+            raise ChoiceError(f"{out} holds answers from a run with other settings ({detail}); use another --out")
+    write_bytes_atomic(path, (json.dumps(run, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass
+class RunResult:
+    out: Path
+    summary: dict[str, Any]
+    asked: int
+    skipped: int
+    notes: list[str] = field(default_factory=list)
+
+
+def _map_items(fn: Callable[[Item], dict[str, Any]], items: Iterator[Item], workers: int) -> Iterator[dict[str, Any]]:
+    """fn over items; with workers > 1 at most 2 x workers in flight (items carry images), yielded as they finish."""
+    if workers <= 1:
+        for item in items:
+            yield fn(item)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: dict[Future, int] = {}
+        try:
+            for number, item in enumerate(items):
+                pending[pool.submit(fn, item)] = number
+                while len(pending) >= 2 * workers:
+                    yield from _collect(pending)
+            while pending:
+                yield from _collect(pending)
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def _collect(pending: dict[Future, int]) -> Iterator[dict[str, Any]]:
+    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+    for future in sorted(done, key=pending.__getitem__):
+        del pending[future]
+        yield future.result()
+
+
+def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotations: int = OPTION_COUNT,
+               resolution: int | None = None, tasks: Sequence[str] | None = None,
+               difficulties: Sequence[str] | None = None, limit: int | None = None, workers: int = 1,
+               progress: bool = False) -> RunResult:
+    """Ask every selected puzzle (skipping those already in ``out/samples.jsonl``), then write ``results.json``."""
+    from tqdm import tqdm
+
+    dataset, out = Path(dataset), Path(out)
+    if rotations not in (1, OPTION_COUNT):
+        raise ChoiceError(f"rotations must be 1 (single pass) or {OPTION_COUNT} (circular), got {rotations}")
+    if limit is not None and limit < 1:
+        raise ChoiceError(f"--limit must be at least 1, got {limit}")
+    if workers < 1:
+        raise ChoiceError(f"--workers must be at least 1, got {workers}")
+    if out.exists() and not out.is_dir():
+        raise ChoiceError(f"--out {out} is a file, not a folder")
+    resolution, rows = plan_rows(dataset, resolution, tasks, difficulties, limit)
+    run = {"prompt_version": PROMPT_VERSION, "rotations": rotations, "resolution": resolution,
+           "dataset": _dataset_info(dataset), **backend.describe()}
+    log = SampleLog(out / SAMPLES_FILE)
+    try:
+        check_run(out, run, has_samples=bool(log.samples))
+        pending = {r["id"] for r in rows if r["id"] not in log.samples}
+        bar = tqdm(total=len(pending), desc="tacit-choice", unit="puzzle", disable=not progress, dynamic_ncols=True)
+        try:
+            items = load_items(dataset, resolution, pending) if pending else iter(())
+            for sample in _map_items(lambda item: ask_item(item, backend, rotations), items, workers):
+                log.append(sample)
+                bar.update()
+        finally:
+            bar.close()
+        log.rewrite_sorted()
+    finally:
+        log.close()
+
+    samples = [log.samples[r["id"]] for r in rows]
+    summary = {"dataset": _dataset_info(dataset), "resolution": resolution, "prompt_version": PROMPT_VERSION,
+               **backend.describe(), **summarise(samples, rotations)}
+    payload = {"results": reference_results(samples), "summary": summary}
+    write_bytes_atomic(out / RESULTS_FILE, (json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode())
+    notes = [f"dropped {log.dropped} unreadable line(s) from {SAMPLES_FILE}"] if log.dropped else []
+    return RunResult(out, summary, asked=len(pending), skipped=len(rows) - len(pending), notes=notes)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``vrforge run tacit-choice``."""
+    parser.add_argument("dataset", help="a built TACIT dataset folder")
+    parser.add_argument("--backend", choices=("likelihood", "openai"), default="likelihood",
+                        help="likelihood: option-letter log-likelihood with a transformers VLM; "
+                             "openai: parse the letter from an OpenAI-compatible endpoint's answer")
+    parser.add_argument("--model", required=True, help="hub id or local folder (likelihood), or the served model name (openai)")
+    parser.add_argument("--out", help="output folder (default ./tacit-choice)")
+    parser.add_argument("--resolution", type=int, help="which configs' images to show (default 1024 px, else the smallest present)")
+    parser.add_argument("--tasks", nargs="+", help="only these tasks")
+    parser.add_argument("--difficulties", nargs="+", help="only these difficulties")
+    parser.add_argument("--limit", type=int, help="at most N puzzles per task and difficulty")
+    parser.add_argument("--no-circular", action="store_true", help="ask each puzzle once, in the original order only")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    group = parser.add_argument_group("likelihood backend (transformers)")
+    group.add_argument("--revision", help="model revision (branch, tag or commit)")
+    group.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
+    group.add_argument("--device", default="auto", help="auto (GPUs when present, else CPU), cpu, cuda, cuda:1, ...")
+    group.add_argument("--trust-remote-code", action="store_true", help="allow the model repo's own code to run")
+    group.add_argument("--local-files-only", action="store_true", help="never download; use the local cache or folder")
+    group.add_argument("--answer-template", default="{letter}",
+                       help="the continuation scored per option, e.g. '{letter}' or 'The answer is {letter}.'")
+    group.add_argument("--normalise", choices=("mean", "sum"), default="mean",
+                       help="per-token mean (length-normalised) or sum of the continuation's log-likelihood")
+    group = parser.add_argument_group("openai backend")
+    group.add_argument("--base-url", help="the endpoint, e.g. http://localhost:8000/v1")
+    group.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    group.add_argument("--cache-dir", help="reuse answers to identical requests from this folder")
+    group.add_argument("--max-tokens", type=int, help="answer length cap")
+    group.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    group.add_argument("--max-retries", type=int, default=3)
+    group.add_argument("--workers", type=int, default=1, help="puzzles asked in parallel (openai backend)")
+
+
+def _make_backend(args: argparse.Namespace) -> Backend:
+    from vrforge.runners import vlm_backends
+
+    if args.backend == "openai":
+        if not args.base_url:
+            raise ChoiceError("--backend openai needs --base-url (e.g. http://localhost:8000/v1)")
+        if args.max_tokens is not None and args.max_tokens < 1:
+            raise ChoiceError(f"--max-tokens must be at least 1, got {args.max_tokens}")
+        return vlm_backends.OpenAIBackend(args.base_url, args.model, api_key_env=args.api_key_env,
+                                          cache_dir=args.cache_dir, timeout_s=args.timeout,
+                                          max_retries=args.max_retries, max_tokens=args.max_tokens)
+    if args.workers != 1:
+        raise ChoiceError("--workers applies to the openai backend; the likelihood backend asks one puzzle at a time")
+    return vlm_backends.LikelihoodBackend(args.model, revision=args.revision, dtype=args.dtype, device=args.device,
+                                          trust_remote_code=args.trust_remote_code, local_files_only=args.local_files_only,
+                                          answer_template=args.answer_template, normalise=args.normalise)
+
+
+def _fail(message: str) -> int:
+    print(f"vrforge run tacit-choice: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _pct(cell: dict[str, Any] | None) -> str:
+    if not cell or cell["accuracy"] is None:
+        return "-"
+    return f"{cell['correct']}/{cell['n']} = {100 * cell['accuracy']:.1f}%"
+
+
+def cli_choice(args: argparse.Namespace) -> int:
+    """``vrforge run tacit-choice DATASET --model M [...]``: ask, write results.json + samples.jsonl, print accuracies."""
+    out = Path(args.out) if args.out else Path.cwd() / "tacit-choice"
+    dataset = Path(args.dataset)
+    if not dataset.is_dir():
+        return _fail(f"no such dataset folder: {dataset}")
+    try:
+        # The dataset selection is checked before a model is built: a typo must not wait for gigabytes to load.
+        plan_rows(dataset, args.resolution, args.tasks, args.difficulties, args.limit)
+        backend = _make_backend(args)
+        result = run_choice(dataset, backend, out, rotations=1 if args.no_circular else OPTION_COUNT,
+                            resolution=args.resolution, tasks=args.tasks, difficulties=args.difficulties,
+                            limit=args.limit, workers=args.workers, progress=not args.quiet)
+    except (ChoiceError, BackendError) as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"cannot write into {out} ({exc.__class__.__name__}: {exc})")
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: finished puzzles are kept in {out / SAMPLES_FILE}; run the same command to resume",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    s = result.summary
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"{s['puzzles']} puzzles ({result.asked} asked now, {result.skipped} already done)")
+    print(f"single pass: {_pct(s['single_pass']['overall'])}")
+    if s["circular"] is not None:
+        print(f"circular ({s['rotations']} rotations): {_pct(s['circular']['overall'])}; "
+              f"same option in every rotation: {s['consistent']['count']}/{s['consistent']['n']}")
+    for task, cell in sorted(s["single_pass"]["per_task"].items()):
+        circ = f", circular {_pct(s['circular']['per_task'][task])}" if s["circular"] is not None else ""
+        print(f"  {task}: {_pct(cell)}{circ}")
+    hist = s["position_histogram"]["all_rotations"]
+    print("letters chosen: " + "  ".join(f"{k} {v}" for k, v in hist.items()))
+    print(f"no answer: {s['no_answer']['all_rotations']} of {s['no_answer']['answers']}")
+    print(f"wrote {out / RESULTS_FILE} and {SAMPLES_FILE}")
+    return 0

@@ -1,0 +1,347 @@
+"""The TACIT multiple-choice runner: rotation bookkeeping, answer parsing, resume, the OpenAI and likelihood backends."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import json
+import os
+from pathlib import Path
+
+os.environ["OMP_NUM_THREADS"] = "1"
+
+import pytest
+
+pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+torch.set_num_threads(1)
+
+from fakeopenai import FakeOpenAI, HttpError, Refusal  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from vrforge.runners.scoring import score_discriminative  # noqa: E402
+from vrforge.runners.vlm_choice import (  # noqa: E402
+    LETTERS,
+    SAMPLES_FILE,
+    Answer,
+    ChoiceError,
+    Item,
+    Question,
+    add_arguments,
+    cli_choice,
+    parse_choice,
+    question_for,
+    rotation_order,
+    run_choice,
+)
+
+ANSWER_INDICES = {"easy": [0, 1, 2], "medium": [3, 4, 0]}  # 2 of 6 puzzles have the solution first
+SOLUTION_RGB = (0, 200, 0)
+
+
+def _png(rgb: tuple[int, int, int], size: int = 40) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (size, size), rgb).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    """A hand-built TACIT folder (real row features): 3 easy + 3 medium maze rows at 512 px, solution drawn green."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vrforge.schemas.tacit import tacit_features
+
+    root = tmp_path_factory.mktemp("tacit") / "ds"
+    features = tacit_features()
+    for difficulty, answers in ANSWER_INDICES.items():
+        rows = []
+        for index, answer_index in enumerate(answers):
+            rows.append(features.encode_example({
+                "id": f"maze-{difficulty}-{index:04d}", "task": "maze", "domain": "spatial", "difficulty": difficulty,
+                "index": index, "seed": index, "puzzle": {"bytes": _png((128, 128, 128)), "path": None},
+                "solution": {"bytes": _png(SOLUTION_RGB), "path": None},
+                "distractors": [{"bytes": _png((200, 20 * k + 20 * index, 0)), "path": None} for k in range(4)],
+                "distractor_violations": ["wrong_exit", "branching", "disconnected", "wall_breach"],
+                "answer_index": answer_index, "meta": "{}", "svg_puzzle": "", "svg_solution": "",
+                "config_hash": "test", "generator_version": "1"}))
+        path = root / "data" / "maze-512" / f"{difficulty}-00000-of-00001.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows, schema=features.arrow_schema), path)
+    return root
+
+
+class FakeBackend:
+    """Answers from a function of the question; counts questions."""
+
+    def __init__(self, pick, name: str = "fake") -> None:
+        self.pick, self.name, self.questions = pick, name, []
+
+    def describe(self) -> dict:
+        return {"backend": self.name, "model": "none"}
+
+    def answer(self, question: Question) -> Answer:
+        self.questions.append(question)
+        return Answer(position=self.pick(question))
+
+
+def always_a(question: Question) -> int:
+    return 0
+
+
+def oracle(question: Question) -> int:
+    return [Image.open(io.BytesIO(o)).getpixel((0, 0)) for o in question.options].index(SOLUTION_RGB)
+
+
+def _samples(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / SAMPLES_FILE).read_text().splitlines()]
+
+
+# --------------------------------------------------------------------------- rotation and parsing
+
+
+def test_rotation_order_presents_each_option_once_and_maps_back():
+    item = Item("x", "maze", "easy", 0, 3, b"P", (b"0", b"1", b"2", b"3", b"4"))
+    for rotation in range(5):
+        question, order = question_for(item, rotation)
+        assert order == rotation_order(rotation) and sorted(order) == [0, 1, 2, 3, 4]
+        assert [question.options[p] for p in range(5)] == [item.options[order[p]] for p in range(5)]
+    assert rotation_order(0) == [0, 1, 2, 3, 4] and rotation_order(2) == [2, 3, 4, 0, 1]
+    assert [kind for kind, _ in question.parts()].count("image") == 6
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("The answer is C", 2), ("c)", 2), ("C", 2), ("(b)", 1), ("**D**", 3), ("<answer>E</answer>", 4),
+    ("Answer: **B**", 1), ("\\boxed{A}", 0), ("Option A is wrong. The answer is D.", 3), ("A. the route", 0),
+    ("The best option is D", 3), ("Final answer: e", 4),
+    ("garbage ###", None), ("", None), ("I cannot tell", None), ("F", None), ("Between B and C, maybe C", None),
+    ("The answer is a maze route", None), ("A careful look shows D", None),
+])
+def test_parse_choice(text, expected):
+    assert parse_choice(text) == expected
+
+
+# --------------------------------------------------------------------------- the run, with fake backends
+
+
+def test_always_a_single_pass_circular_and_histograms(dataset, tmp_path):
+    backend = FakeBackend(always_a)
+    result = run_choice(dataset, backend, tmp_path / "out")
+    s = result.summary
+    assert len(backend.questions) == 6 * 5
+    assert s["single_pass"]["overall"] == {"n": 6, "correct": 2, "accuracy": round(2 / 6, 6)}
+    assert s["circular"]["overall"]["correct"] == 0
+    assert s["position_histogram"]["single_pass"] == {"A": 6, "B": 0, "C": 0, "D": 0, "E": 0, "none": 0}
+    assert s["position_histogram"]["all_rotations"]["A"] == 30
+    assert s["consistent"]["count"] == 0  # always "A" is a different original option in each rotation
+    for sample in _samples(tmp_path / "out"):
+        assert [r["selected_index"] for r in sample["rotations"]] == rotation_order(0)  # A of rotation r is option r
+        assert sample["selected_index"] == 0 and sample["correct"] == (sample["correct_index"] == 0)
+    report = score_discriminative(dataset, tmp_path / "out" / "results.json")
+    assert report.summary["rejected"]["total"] == 0 and report.summary["answer_index_mismatches"]["total"] == 0
+    assert report.summary["overall"] == s["single_pass"]["overall"]
+
+
+def test_oracle_is_circular_correct_and_answers_every_letter(dataset, tmp_path):
+    result = run_choice(dataset, FakeBackend(oracle), tmp_path / "out")
+    s = result.summary
+    assert s["single_pass"]["overall"]["accuracy"] == 1.0 and s["circular"]["overall"]["accuracy"] == 1.0
+    assert s["consistent"]["count"] == 6
+    assert s["position_histogram"]["all_rotations"] == {"A": 6, "B": 6, "C": 6, "D": 6, "E": 6, "none": 0}
+    for sample in _samples(tmp_path / "out"):
+        for r in sample["rotations"]:
+            assert r["answer"] == r["correct_letter"] and r["selected_index"] == sample["correct_index"]
+    results = json.loads((tmp_path / "out" / "results.json").read_text())["results"]
+    assert [e["selected_index"] for e in results] == [0, 1, 2, 3, 4, 0]
+
+
+def test_no_circular_asks_once(dataset, tmp_path):
+    backend = FakeBackend(oracle)
+    result = run_choice(dataset, backend, tmp_path / "out", rotations=1, difficulties=["easy"])
+    assert len(backend.questions) == 3 and result.summary["circular"] is None and result.summary["consistent"] is None
+    assert result.summary["single_pass"]["overall"]["n"] == 3
+
+
+def test_resume_skips_done_items_and_ends_byte_identical(dataset, tmp_path):
+    fresh = tmp_path / "fresh"
+    run_choice(dataset, FakeBackend(oracle), fresh)
+    out = tmp_path / "resumed"
+    run_choice(dataset, FakeBackend(oracle), out, limit=1)
+    with open(out / SAMPLES_FILE, "a") as handle:
+        handle.write('{"id": "maze-easy-0001", "rotat')  # a torn line from a killed run
+    backend = FakeBackend(oracle)
+    result = run_choice(dataset, backend, out)
+    assert len(backend.questions) == 4 * 5 and (result.asked, result.skipped) == (4, 2)
+    assert result.notes and "dropped 1" in result.notes[0]
+    for name in ("results.json", SAMPLES_FILE, "run.json"):
+        assert (out / name).read_bytes() == (fresh / name).read_bytes()
+    again = FakeBackend(oracle)
+    run_choice(dataset, again, out)
+    assert again.questions == []
+    with pytest.raises(ChoiceError, match="other settings"):
+        run_choice(dataset, FakeBackend(oracle, name="other"), out)
+
+
+def _cli(*argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return cli_choice(parser.parse_args(list(argv)))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["{missing}", "--model", "m"], "no such dataset folder"),
+    (["{ds}", "--model", "m", "--backend", "openai"], "needs --base-url"),
+    (["{ds}", "--model", "m", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--limit", "0"], "--limit"),
+    (["{ds}", "--model", "m", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--tasks", "nope"], "nope"),
+    (["{ds}", "--model", "m", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--resolution", "2048"],
+     "no 2048 px"),
+    (["{ds}", "--model", "{missing}", "--local-files-only"], "no such model folder"),
+    (["{ds}", "--model", "{empty}", "--local-files-only"], "cannot load the processor"),
+    (["{ds}", "--model", "m", "--answer-template", "A"], "{letter}"),
+])
+def test_bad_inputs_are_one_line_errors(dataset, tmp_path, capsys, argv, message):
+    (tmp_path / "empty").mkdir()
+    argv = [a.format(ds=dataset, missing=tmp_path / "missing", empty=tmp_path / "empty") for a in argv]
+    assert _cli(*argv, "--out", str(tmp_path / "out"), "--quiet") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
+    assert not (tmp_path / "out" / "results.json").exists()
+
+
+# --------------------------------------------------------------------------- OpenAI backend
+
+
+def test_openai_backend_parses_answers_and_sends_six_data_urls(dataset, tmp_path):
+    script = ["The answer is C", "c)", "garbage", Refusal("no"), "**B**"]
+    with FakeOpenAI(answers=script) as fake:
+        code = _cli(str(dataset), "--backend", "openai", "--base-url", fake.base_url, "--model", "fake-model",
+                    "--difficulties", "easy", "--limit", "1", "--max-retries", "0", "--out", str(tmp_path / "out"), "--quiet")
+    assert code == 0 and len(fake.requests) == 5
+    for request in fake.requests:
+        parts = request["messages"][0]["content"]
+        urls = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
+        assert len(urls) == 6 and all(u.startswith("data:image/png;base64,") for u in urls)
+    first = [p["image_url"]["url"] for p in fake.requests[0]["messages"][0]["content"] if p["type"] == "image_url"]
+    assert base64.b64decode(first[0].split(",", 1)[1]) == _png((128, 128, 128))  # the puzzle comes first
+    (sample,) = _samples(tmp_path / "out")
+    rotations = sample["rotations"]
+    assert [r["answer"] for r in rotations] == ["C", "C", None, None, "B"]
+    assert [r["selected_index"] for r in rotations] == [2, 3, None, None, 0]  # position p of rotation r is (p + r) % 5
+    assert rotations[0]["raw"] == "The answer is C" and "refusal" in rotations[3]["error"]
+    summary = json.loads((tmp_path / "out" / "results.json").read_text())["summary"]
+    assert summary["no_answer"] == {"single_pass": 0, "all_rotations": 2, "answers": 5}
+    assert summary["circular"]["overall"]["correct"] == 0
+
+
+def test_openai_workers_give_the_same_results_as_one_at_a_time(dataset, tmp_path):
+    expected = run_choice(dataset, FakeBackend(always_a), tmp_path / "serial")
+    with FakeOpenAI(responder=lambda request: "A") as fake:
+        code = _cli(str(dataset), "--backend", "openai", "--base-url", fake.base_url, "--model", "fake-model",
+                    "--workers", "3", "--out", str(tmp_path / "out"), "--quiet")
+    assert code == 0 and len(fake.requests) == 30
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert data["results"] == json.loads((tmp_path / "serial" / "results.json").read_text())["results"]
+    assert data["summary"]["circular"] == expected.summary["circular"]
+    assert [s["id"] for s in _samples(tmp_path / "out")] == [s["id"] for s in _samples(tmp_path / "serial")]
+
+
+def test_openai_unreachable_endpoint_stops_with_one_line(dataset, tmp_path, capsys):
+    with FakeOpenAI(answers=[HttpError(401)]) as fake:
+        code = _cli(str(dataset), "--backend", "openai", "--base-url", fake.base_url, "--model", "fake-model",
+                    "--max-retries", "0", "--out", str(tmp_path / "out"), "--quiet")
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "401" in err
+    assert (tmp_path / "out" / SAMPLES_FILE).read_text() == ""
+
+
+# --------------------------------------------------------------------------- likelihood backend (tiny LLaVA)
+
+
+CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'].upper() }}: {% for c in m['content'] %}"
+                 "{% if c['type'] == 'image' %}<image> {% else %}{{ c['text'] }} {% endif %}{% endfor %}{% endfor %}"
+                 "{% if add_generation_prompt %}ASSISTANT: {% endif %}")
+
+
+@pytest.fixture(scope="module")
+def tiny_llava(tmp_path_factory) -> Path:
+    """A LLaVA with a 1-layer CLIP vision tower and a 1-layer Llama, random weights, a word-level tokenizer."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+        PreTrainedTokenizerFast,
+    )
+
+    question = Question("maze", b"", (b"",) * 5)
+    corpus = [" ".join(text for kind, text in question.parts() if kind == "text"), "USER: ASSISTANT: A B C D E"]
+    tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.train_from_iterator(corpus, trainers.WordLevelTrainer(special_tokens=["<unk>", "<s>", "</s>", "<pad>", "<image>"]))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
+                                   pad_token="<pad>", extra_special_tokens={"image_token": "<image>"})
+    image_processor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    processor = LlavaProcessor(image_processor=image_processor, tokenizer=fast, patch_size=8, num_additional_image_tokens=1,
+                               vision_feature_select_strategy="default", chat_template=CHAT_TEMPLATE)
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                       image_size=32, patch_size=8),
+        text_config=LlamaConfig(vocab_size=len(fast), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512),
+        image_token_index=fast.convert_tokens_to_ids("<image>"), vision_feature_layer=-1)
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-llava")
+    LlavaForConditionalGeneration(config).save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+def test_likelihood_end_to_end_through_the_cli(dataset, tiny_llava, tmp_path):
+    out = tmp_path / "out"
+    code = _cli(str(dataset), "--model", str(tiny_llava), "--local-files-only", "--dtype", "float32", "--device", "cpu",
+                "--out", str(out), "--quiet")
+    assert code == 0
+    samples = _samples(out)
+    assert len(samples) == 6
+    for sample in samples:
+        assert len(sample["rotations"]) == 5
+        for r in sample["rotations"]:
+            scores = r["scores"]
+            assert len(scores) == 5 and all(s < 0 for s in scores)
+            assert r["answer"] == LETTERS[scores.index(max(scores))]
+            assert r["selected_index"] == r["order"][LETTERS.index(r["answer"])]
+    data = json.loads((out / "results.json").read_text())
+    assert data["summary"]["model"] == str(tiny_llava) and data["summary"]["backend"] == "likelihood"
+    report = score_discriminative(dataset, out / "results.json")
+    assert report.summary["rejected"]["total"] == 0
+    assert report.summary["overall"] == data["summary"]["single_pass"]["overall"]
+
+
+def test_likelihood_scoring_paths_agree(dataset, tiny_llava):
+    from vrforge.runners.vlm_backends import LikelihoodBackend
+    from vrforge.runners.vlm_choice import load_items
+
+    backend = LikelihoodBackend(str(tiny_llava), local_files_only=True, dtype="float32", device="cpu")
+    backend.load()
+    item = next(load_items(dataset, 512, {"maze-easy-0001"}))
+    question, _ = question_for(item, 0)
+    images = [Image.open(io.BytesIO(v)).convert("RGB") for k, v in question.parts() if k == "image"]
+    inputs = backend.processor(images=images, text=backend.prompt_text(question), return_tensors="pt")
+    fast = backend.score(inputs, backend.continuations)
+    slow = backend.score(inputs, backend.continuations, one_pass=False)
+    assert fast == pytest.approx(slow, abs=1e-5)
+    assert backend.prompt_text(question).count("<image>") == 6
+
+    multi = LikelihoodBackend(str(tiny_llava), local_files_only=True, dtype="float32", device="cpu",
+                              answer_template="Option {letter}:", normalise="sum")
+    multi.load()
+    assert all(len(c) == 2 for c in multi.continuations)
+    answer = multi.answer(question)
+    assert len(answer.scores) == 5 and answer.position == answer.scores.index(max(answer.scores))
+    backend.processor.chat_template = None  # a model without a chat template gets the plain USER/ASSISTANT layout
+    assert backend.prompt_text(question).startswith("USER: ") and backend.answer(question).position is not None
