@@ -19,6 +19,7 @@ from vrforge.builds.cfworld_build import (
     build_cfworld,
     cli_audit_cfworld,
     cli_build_cfworld,
+    load_cfworld_recipe,
     read_seed_scenarios,
     recipe_kind,
 )
@@ -226,3 +227,6 @@ def test_recipe_kind_dispatch(tmp_path):
     assert recipe_kind(ROOT / "builds" / "recipes" / "cfworld-v0.1.0.toml") == "cfworld"
     assert recipe_kind(ROOT / "builds" / "recipes" / "tacit.toml") == "tacit"
     assert recipe_kind(tmp_path / "missing.toml") == "tacit"
+    release = load_cfworld_recipe(ROOT / "builds" / "recipes" / "cfworld-v0.1.0.toml")
+    assert release.configs == CONFIGS and release.seeds is None and release.lexicon is None
+    assert release.name == "cfworld" and release.version == "0.1.0"

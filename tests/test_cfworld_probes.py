@@ -184,6 +184,9 @@ def test_lexicon_matching_is_whole_word_longest_first_and_case_preserving():
     assert text == "Polar bears and a BIG FURRY ANIMAL near a bearded man; red-hot, Tomato-coloured big furry animal."
     text, _ = apply_lexicon("A polar bear.", lexicon)
     assert text == "A big white animal."
+    lexicon = parse_lexicon({"nouns": {"elephant": "huge grey animal", "owl": "night bird"}})
+    text, _ = apply_lexicon("An elephant, an owl and AN ELEPHANT; a banana and an elephant's trunk.", lexicon)
+    assert text == "A huge grey animal, a night bird and A HUGE GREY ANIMAL; a banana and a huge grey animal's trunk."
     assert [r.term for r in replacements] == ["BEAR", "Red", "bear"]
 
 

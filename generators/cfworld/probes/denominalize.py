@@ -62,7 +62,9 @@ class Lexicon:
     def pattern(self) -> re.Pattern[str]:
         terms = sorted(self.entries, key=lambda t: (-len(t), t))  # longest first: "polar bear" before "bear"
         alternation = "|".join(re.escape(t) for t in terms)
-        return re.compile(rf"(?<!{_WORD_CHAR})(?<!-)(?:{alternation})(?!{_WORD_CHAR})(?!-{_WORD_CHAR})", re.IGNORECASE)
+        # An optional leading article is captured so it can agree with the description ("an elephant" -> "a huge ...").
+        return re.compile(rf"(?:(?<!{_WORD_CHAR})(?P<article>an?)(?P<gap>[ ]+))?"
+                          rf"(?<!{_WORD_CHAR})(?<!-)(?P<term>{alternation})(?!{_WORD_CHAR})(?!-{_WORD_CHAR})", re.IGNORECASE)
 
 
 def parse_lexicon(data: Any, source: str = "lexicon") -> Lexicon:
@@ -114,6 +116,12 @@ def match_case(matched: str, replacement: str) -> str:
     return replacement
 
 
+def agree_article(article: str, following: str) -> str:
+    """``a`` or ``an`` for the word that now follows, in the article's original capitalisation."""
+    wanted = "an" if following[:1].lower() in "aeiou" else "a"
+    return match_case(article, wanted) if article[:1].isupper() else wanted
+
+
 def premise_span(prompt: str, counterfactual: str) -> tuple[int, int] | None:
     """Where the counterfactual premise sits in the prompt: the scenario's own premise text if the
     prompt contains it, else the leading "If ..., draw" clause; None when there is none."""
@@ -139,10 +147,13 @@ def apply_lexicon(prompt: str, lexicon: Lexicon, counterfactual: str = "") -> tu
     replacements: list[Replacement] = []
 
     def substitute(match: re.Match[str]) -> str:
-        entry = lexicon.entries[" ".join(match.group(0).lower().split())]
-        description = match_case(match.group(0), entry.description)
-        replacements.append(Replacement(term=match.group(0), description=description, kind=entry.kind))
-        return description
+        term = match.group("term")
+        entry = lexicon.entries[" ".join(term.lower().split())]
+        description = match_case(term, entry.description)
+        replacements.append(Replacement(term=term, description=description, kind=entry.kind))
+        if match.group("article") is None:
+            return description
+        return agree_article(match.group("article"), description) + match.group("gap") + description
 
     pieces: list[str] = []
     cursor = 0
