@@ -1,1 +1,1 @@
-"""x"""
+"""The three CF-World diagnostic probes: rule decoupling, attribute decoupling, de-nominalisation."""
