@@ -1,0 +1,488 @@
+"""CF-Eval: a VLM judge of generated CF-World images through any OpenAI-compatible endpoint.
+
+Inputs: CF-World scenarios (a JSONL of scenario dicts, the folder ``vrforge cfworld import``
+wrote, or the official release folder itself) and generated images laid out as
+``<images>/<scenario_id>/<level>.png`` (the text-to-image runner's layout).
+
+One request per image: the image goes in as a data URL beside all of that level's
+questions, and the answer is a JSON object with one ``{"reasoning", "score"}`` per
+question id (``q1``, ``q2``, ...), enforced by a strict JSON Schema. An answer that is not
+JSON, misses a question or gives a non-numeric score is retried with backoff by the shared
+client; when every attempt fails the image is recorded as ``failed`` with the reason and
+left out of the means. Scores are clipped into [0, 1] (the raw value is kept);
+``--snap`` rounds them to the nearest of 0 / 0.5 / 1, the values the official questions use.
+
+The judge persona is chosen per level (``--persona l1=balanced,l2=strict,l3=strict``, the
+paper's setting). Responses are cached by the client under a hash of the judge model, the
+messages (persona, questions, image bytes) and the sampling parameters, so a rerun sends no
+request for anything already judged. ``--skip-gated`` judges every L1 image first and sends
+no request for L2/L3 of a scenario whose S_L1 is below the threshold (they count as 0).
+
+A missing image counts as S = 0 (the model produced nothing), as does an image that cannot
+be decoded; both are counted apart. Output: ``judgements.jsonl`` (one line per image:
+scenario_id, domain, subdomain, level, image, status, questions [id, source_id, dimension,
+weight, score, raw_score, reasoning], dimension_scores, S (before the gate), S_gated,
+gated, judge, persona, usage, cached, request_hash, error, clipped) and ``results.json``
+(counts, usage, failures, E[S_L1..3], PRR, RRR overall and per domain), written
+atomically, sorted, without timestamps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vrforge.runners import cfeval_metrics as metrics
+from vrforge.runners.cfeval_personas import DEFAULT_PERSONAS, Persona, PersonaError, get_persona, parse_persona_spec
+from vrforge.schemas.cfworld import LEVELS, Question, Scenario
+
+FORMAT_VERSION = 1
+RESULTS_FILE = "results.json"
+JUDGEMENTS_FILE = "judgements.jsonl"
+SCHEMA_NAME = "cfeval_scores"
+STATUSES = ("ok", "failed", "missing_image", "unusable_image", "gated", "no_questions")
+
+
+class CFEvalError(Exception):
+    """Input the judge cannot use (missing folder, bad scenario file, bad option): one line for the user."""
+
+
+# --------------------------------------------------------------------------- scenarios and images
+
+
+def load_scenarios(path: str | Path) -> list[Scenario]:
+    """Scenarios sorted by id, from a JSONL file, an import folder (scenarios.jsonl) or the release folder."""
+    path = Path(path)
+    if path.is_dir():
+        if (path / "scenarios.jsonl").is_file():
+            path = path / "scenarios.jsonl"
+        elif (path / "prompt").is_dir():
+            from vrforge.generators.cfworld.importer import ReleaseError, import_release
+
+            try:
+                return sorted(import_release(path).scenarios, key=lambda s: s.id)
+            except (ReleaseError, OSError) as exc:
+                raise CFEvalError(f"cannot import the CF-World release at {path}: {exc}") from None
+        else:
+            raise CFEvalError(f"{path}: neither a scenarios.jsonl file, a folder holding one, nor the CF-World release folder")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise CFEvalError(f"no such scenario file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CFEvalError(f"cannot read {path} ({exc.__class__.__name__})") from None
+    scenarios: dict[str, Scenario] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            scenario = Scenario.from_dict(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise CFEvalError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CFEvalError(f"{path}:{number}: not a CF-World scenario ({exc.__class__.__name__}: {exc})") from None
+        if scenario.id in scenarios:
+            raise CFEvalError(f"{path}:{number}: scenario id {scenario.id} appears twice")
+        scenarios[scenario.id] = scenario
+    if not scenarios:
+        raise CFEvalError(f"{path} holds no scenarios")
+    return [scenarios[k] for k in sorted(scenarios)]
+
+
+def image_path(images_dir: Path, scenario_id: str, level: str) -> Path:
+    return images_dir / scenario_id / f"{level}.png"
+
+
+def _read_image(path: Path) -> tuple[bytes | None, str, str]:
+    """(bytes, mime, status) of one image; bytes None when it is missing or unusable."""
+    from PIL import Image
+
+    from vrforge.imageio import UnusableImage, load_rgb
+
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, "", "missing_image"
+    except OSError:
+        return None, "", "unusable_image"
+    try:
+        load_rgb(data)
+        with Image.open(io.BytesIO(data)) as image:
+            mime = Image.MIME.get(image.format or "", "image/png")
+    except (UnusableImage, OSError, ValueError):
+        return None, "", "unusable_image"
+    return data, mime, "ok"
+
+
+# --------------------------------------------------------------------------- one request
+
+
+def level_questions(scenario: Scenario, level: str) -> list[Question]:
+    return [q for q in scenario.questions if q.level == level]
+
+
+def response_schema(count: int) -> dict[str, Any]:
+    """A strict schema that makes every question id required (q1 .. qN)."""
+    answer = {
+        "type": "object",
+        "properties": {"reasoning": {"type": "string"}, "score": {"type": "number"}},
+        "required": ["reasoning", "score"],
+        "additionalProperties": False,
+    }
+    ids = [f"q{i}" for i in range(1, count + 1)]
+    return {"type": "object", "properties": {qid: answer for qid in ids}, "required": ids, "additionalProperties": False}
+
+
+def check_answer(count: int) -> Callable[[dict], None]:
+    """The answer check beyond the schema: every score present and a finite number (ValueError -> retried)."""
+
+    def check(data: dict) -> None:
+        for i in range(1, count + 1):
+            entry = data.get(f"q{i}")
+            if not isinstance(entry, dict) or "score" not in entry:
+                raise ValueError(f"no score for q{i}")
+            score = entry["score"]
+            if isinstance(score, bool) or not isinstance(score, int | float) or score != score or abs(score) == float("inf"):
+                raise ValueError(f"score of q{i} is not a finite number: {score!r}")
+
+    return check
+
+
+def build_messages(persona: Persona, questions: Sequence[Question], image_bytes: bytes, mime: str = "image/png") -> list[dict]:
+    """System = persona; user = the image (data URL) and every question with its criteria."""
+    from vrforge.openai_client import image_part
+
+    lines = [persona.instruction, "", "Questions:"]
+    for i, q in enumerate(questions, 1):
+        lines += ["", f"q{i}: {q.question}", f"Criteria: {q.criteria or '(none given)'}"]
+    lines += ["", f"Answer with a JSON object with exactly the keys {', '.join(f'q{i}' for i in range(1, len(questions) + 1))}."]
+    return [
+        {"role": "system", "content": persona.system},
+        {"role": "user", "content": [image_part(image_bytes, mime), {"type": "text", "text": "\n".join(lines)}]},
+    ]
+
+
+# --------------------------------------------------------------------------- judging
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    personas: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PERSONAS))
+    threshold: float = metrics.DEFAULT_THRESHOLD
+    snap: bool = False
+    skip_gated: bool = False
+    dimension_weights: dict[str, float] | None = None
+    levels: tuple[str, ...] = LEVELS
+    workers: int = 4
+
+
+def _usage_dict(usage: Any) -> dict[str, int]:
+    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+            "requests": usage.requests, "cache_hits": usage.cache_hits}
+
+
+_NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0, "cache_hits": 0}
+
+
+def _record(scenario: Scenario, level: str, status: str, judge: str, persona: str, **extra: Any) -> dict[str, Any]:
+    base = {
+        "scenario_id": scenario.id, "domain": scenario.domain, "subdomain": scenario.subdomain, "level": level,
+        "image": f"{scenario.id}/{level}.png", "status": status, "judge": judge, "persona": persona,
+        "questions": [], "dimension_scores": {}, "S": None, "usage": dict(_NO_USAGE), "cached": False,
+        "request_hash": "", "error": "", "clipped": 0,
+    }
+    base.update(extra)
+    return base
+
+
+def judge_image(client: Any, scenario: Scenario, level: str, images_dir: Path, settings: JudgeSettings) -> dict[str, Any]:
+    """Judge one image; never raises for a bad image or a bad answer (the record says what happened)."""
+    from vrforge.openai_client import ChatError
+
+    judge = client.config.model
+    persona_name = settings.personas[level]
+    persona = get_persona(persona_name)
+    questions = level_questions(scenario, level)
+    if not questions:
+        return _record(scenario, level, "no_questions", judge, persona_name, error="the scenario has no questions at this level")
+    data, mime, status = _read_image(image_path(images_dir, scenario.id, level))
+    if data is None:
+        return _record(scenario, level, status, judge, persona_name, S=0.0)
+    messages = build_messages(persona, questions, data, mime)
+    try:
+        result = client.complete_json(messages, response_schema(len(questions)), SCHEMA_NAME, validate=check_answer(len(questions)))
+    except ChatError as exc:
+        return _record(scenario, level, "failed", judge, persona_name, error=f"{exc.kind}: {exc.message}")
+    scored, clipped = [], 0
+    for i, q in enumerate(questions, 1):
+        entry = result.data[f"q{i}"]
+        raw = float(entry["score"])
+        score = metrics.clip_score(raw)
+        clipped += score != raw
+        if settings.snap:
+            score = metrics.snap_score(score)
+        scored.append({"id": f"q{i}", "source_id": q.source_id, "dimension": q.dimension, "weight": q.weight,
+                       "score": score, "raw_score": raw, "reasoning": str(entry.get("reasoning", ""))})
+    parts = [metrics.ScoredQuestion(s["dimension"], s["weight"], s["score"]) for s in scored]
+    dims = metrics.dimension_scores(parts)
+    return _record(
+        scenario, level, "ok", judge, persona_name, questions=scored,
+        dimension_scores={d: v["score"] for d, v in dims.items()},
+        S=metrics.image_score(parts, settings.dimension_weights),
+        usage=_usage_dict(result.usage), cached=result.cached, request_hash=result.request_hash, clipped=clipped,
+    )
+
+
+def _map(jobs: list[tuple[Scenario, str]], run: Callable[[Scenario, str], dict[str, Any]], workers: int,
+         progress: bool, desc: str) -> list[dict[str, Any]]:
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(jobs), desc=desc, unit="image", disable=not progress, dynamic_ncols=True)
+    try:
+        if workers <= 1 or len(jobs) < 2:
+            results = []
+            for scenario, level in jobs:
+                results.append(run(scenario, level))
+                bar.update()
+            return results
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(run, scenario, level) for scenario, level in jobs]
+            results = []
+            for future in futures:
+                results.append(future.result())
+                bar.update()
+            return results
+    finally:
+        bar.close()
+
+
+def judge_run(client: Any, scenarios: Sequence[Scenario], images_dir: Path, settings: JudgeSettings,
+              progress: bool = False) -> list[dict[str, Any]]:
+    """Judge every (scenario, level) image; records sorted by scenario id and level."""
+    def run(scenario: Scenario, level: str) -> dict[str, Any]:
+        return judge_image(client, scenario, level, images_dir, settings)
+
+    levels = [lvl for lvl in LEVELS if lvl in settings.levels]
+    records: dict[tuple[str, str], dict[str, Any]] = {}
+    first = ["l1"] if settings.skip_gated and "l1" in levels else []
+    for record in _map([(s, "l1") for s in scenarios] if first else [], run, settings.workers, progress, "judge L1"):
+        records[(record["scenario_id"], "l1")] = record
+    jobs: list[tuple[Scenario, str]] = []
+    for scenario in scenarios:
+        s1 = records.get((scenario.id, "l1"), {}).get("S")
+        for level in levels:
+            if (scenario.id, level) in records:
+                continue
+            if first and level != "l1" and metrics.is_gated(s1, settings.threshold):
+                records[(scenario.id, level)] = _record(
+                    scenario, level, "gated", client.config.model, settings.personas[level],
+                    error=f"not judged: S_L1 {s1:.4f} < threshold {settings.threshold:g}")
+                continue
+            jobs.append((scenario, level))
+    for record in _map(jobs, run, settings.workers, progress, "judge"):
+        records[(record["scenario_id"], record["level"])] = record
+    ordered = [records[key] for key in sorted(records, key=lambda k: (k[0], LEVELS.index(k[1])))]
+    _add_gated_scores(ordered, settings.threshold)
+    return ordered
+
+
+def _add_gated_scores(records: Sequence[dict[str, Any]], threshold: float) -> None:
+    """Each record's S after the L1 gate (``S_gated``) and whether the gate zeroed it (``gated``)."""
+    by_scenario: dict[str, dict[str, float | None]] = {}
+    for r in records:
+        by_scenario.setdefault(r["scenario_id"], {})[r["level"]] = r["S"]
+    for r in records:
+        levels = by_scenario[r["scenario_id"]]
+        r["S_gated"] = metrics.gate(levels, threshold).get(r["level"]) if "l1" in levels else r["S"]
+        r["gated"] = r["level"] != "l1" and metrics.is_gated(levels.get("l1"), threshold)
+
+
+def summarize(records: Sequence[dict[str, Any]], settings: JudgeSettings, judge_info: dict[str, Any],
+              label: str) -> dict[str, Any]:
+    """results.json: configuration, counts, usage totals, failures and the metrics."""
+    statuses = Counter(r["status"] for r in records)
+    usage = Counter()
+    for r in records:
+        usage.update(r["usage"])
+    return {
+        "format_version": FORMAT_VERSION,
+        "kind": "cfeval",
+        "model": label,
+        "judge": judge_info,
+        "personas": {level: settings.personas[level] for level in LEVELS},
+        "threshold": settings.threshold,
+        "snap": settings.snap,
+        "skip_gated": settings.skip_gated,
+        "dimension_weights": settings.dimension_weights or {},
+        "judgements_file": JUDGEMENTS_FILE,
+        "counts": {"images": len(records), **{s: statuses.get(s, 0) for s in STATUSES},
+                   "cached": sum(1 for r in records if r["cached"]), "clipped_scores": sum(r["clipped"] for r in records)},
+        "usage": {k: usage.get(k, 0) for k in _NO_USAGE},
+        "failures": [{"scenario_id": r["scenario_id"], "level": r["level"], "error": r["error"]}
+                     for r in records if r["status"] == "failed"],
+        "metrics": metrics.model_summary(_metric_rows(records), settings.threshold),
+    }
+
+
+def _metric_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the metrics use: gated-and-skipped images count as unjudged (the gate makes them 0)."""
+    return [{"scenario_id": r["scenario_id"], "domain": r["domain"], "level": r["level"], "S": r["S"]} for r in records]
+
+
+def write_outputs(out_dir: Path, records: Sequence[dict[str, Any]], results: dict[str, Any]) -> tuple[Path, Path]:
+    from vrforge.builds.fileio import write_bytes_atomic
+
+    lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
+    write_bytes_atomic(out_dir / JUDGEMENTS_FILE, lines.encode("utf-8"))
+    write_bytes_atomic(out_dir / RESULTS_FILE, (json.dumps(results, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    return out_dir / RESULTS_FILE, out_dir / JUDGEMENTS_FILE
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def parse_weights(spec: str | None) -> dict[str, float] | None:
+    """``"visual_integrity=3,assessment_point=15,logic_consistency=8"`` -> dict (None when not given)."""
+    if not spec:
+        return None
+    weights: dict[str, float] = {}
+    for part in spec.split(","):
+        name, sep, value = (p.strip() for p in part.partition("="))
+        if not sep or name not in metrics.DIMENSIONS:
+            known = ", ".join(metrics.DIMENSIONS)
+            raise CFEvalError(f"--weights: {part.strip()!r} is not DIMENSION=WEIGHT with a dimension of {known}")
+        try:
+            weight = float(value)
+        except ValueError:
+            raise CFEvalError(f"--weights: {value!r} is not a number") from None
+        if not weight > 0:
+            raise CFEvalError(f"--weights: the weight of {name} must be positive, got {value}")
+        weights[name] = weight
+    return weights
+
+
+def parse_levels(spec: str | None) -> tuple[str, ...]:
+    if not spec:
+        return LEVELS
+    levels = tuple(p.strip().lower() for p in spec.split(",") if p.strip())
+    unknown = [lvl for lvl in levels if lvl not in LEVELS]
+    if unknown or not levels:
+        raise CFEvalError(f"--levels: {', '.join(unknown) or spec!r} not among {', '.join(LEVELS)}")
+    return levels
+
+
+def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``vrforge cfeval judge``."""
+    parser.add_argument("--scenarios", required=True,
+                        help="scenarios JSONL, a `vrforge cfworld import` folder, or the CF-World release folder")
+    parser.add_argument("--images", required=True, help="generated images as <images>/<scenario_id>/<level>.png")
+    parser.add_argument("--out", help="output folder for results.json and judgements.jsonl (default ./cfeval-<label>)")
+    parser.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    parser.add_argument("--model", required=True, help="judge model name as the endpoint knows it")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    parser.add_argument("--label", help="name of the generating model in reports (default: the images folder name)")
+    parser.add_argument("--persona", default=None,
+                        help="judge persona per level, e.g. l1=balanced,l2=strict,l3=strict (the default) or one name for all")
+    parser.add_argument("--threshold", type=float, default=metrics.DEFAULT_THRESHOLD, help="L1 gate (default 0.5)")
+    parser.add_argument("--skip-gated", action="store_true", help="send no request for L2/L3 of scenarios failing the L1 gate")
+    parser.add_argument("--snap", action="store_true", help="round judge scores to the nearest of 0 / 0.5 / 1")
+    parser.add_argument("--weights",
+                        help="override dimension weights, e.g. visual_integrity=3,assessment_point=15,logic_consistency=8")
+    parser.add_argument("--levels", help="judge only these levels, e.g. l1,l2 (default all)")
+    parser.add_argument("--domain", action="append", help="judge only this domain (repeatable)")
+    parser.add_argument("--limit", type=int, help="judge only the first N scenarios (by id)")
+    parser.add_argument("--cache-dir", help="response cache folder (default <out>/cache)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
+    parser.add_argument("--workers", type=int, default=4, help="requests in flight at once (default 4)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
+    parser.add_argument("--max-retries", type=int, default=3, help="retries per image after a failed attempt (default 3)")
+    parser.add_argument("--backoff", type=float, default=1.0, help="first retry delay in seconds, doubled each retry (default 1)")
+    parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
+    parser.add_argument("--max-tokens", type=int, default=None, help="answer length limit")
+    parser.add_argument("--seed", type=int, default=None, help="sampling seed, where the endpoint supports one")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress bar (default: when stderr is a terminal)")
+
+
+def _settings_from_args(args: argparse.Namespace) -> JudgeSettings:
+    if not 0 <= args.threshold <= 1:
+        raise CFEvalError(f"--threshold must be within [0, 1], got {args.threshold}")
+    if args.workers < 1:
+        raise CFEvalError(f"--workers must be at least 1, got {args.workers}")
+    if args.limit is not None and args.limit < 1:
+        raise CFEvalError(f"--limit must be at least 1, got {args.limit}")
+    if args.max_retries < 0 or args.timeout <= 0 or args.backoff < 0:
+        raise CFEvalError("--max-retries and --backoff must be non-negative and --timeout positive")
+    try:
+        personas = parse_persona_spec(args.persona)
+    except PersonaError as exc:
+        raise CFEvalError(str(exc)) from None
+    return JudgeSettings(personas=personas, threshold=args.threshold, snap=args.snap, skip_gated=args.skip_gated,
+                         dimension_weights=parse_weights(args.weights), levels=parse_levels(args.levels), workers=args.workers)
+
+
+def cli_judge(args: argparse.Namespace) -> int:
+    """``vrforge cfeval judge``: 0 when every image got a judgement, 1 when some failed, 2 on bad input."""
+    from vrforge.openai_client import ChatClient, ChatConfig
+
+    try:
+        settings = _settings_from_args(args)
+        images_dir = Path(args.images)
+        if not images_dir.is_dir():
+            raise CFEvalError(f"no such images folder: {images_dir}")
+        scenarios = load_scenarios(args.scenarios)
+        if args.domain:
+            scenarios = [s for s in scenarios if s.domain in set(args.domain)]
+        if args.limit is not None:
+            scenarios = scenarios[: args.limit]
+        if not scenarios:
+            raise CFEvalError("no scenario left to judge after --domain / --limit")
+    except CFEvalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    label = args.label or images_dir.resolve().name
+    out = Path(args.out) if args.out else Path.cwd() / f"cfeval-{label}"
+    cache_dir = None if args.no_cache else Path(args.cache_dir) if args.cache_dir else out / "cache"
+    config = ChatConfig(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env, timeout_s=args.timeout,
+                        max_retries=args.max_retries, backoff_s=args.backoff, temperature=args.temperature,
+                        max_tokens=args.max_tokens, seed=args.seed)
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    try:
+        with ChatClient(config, cache_dir) as client:
+            records = judge_run(client, scenarios, images_dir, settings, progress=progress)
+    except KeyboardInterrupt:
+        print("interrupted: judged answers are cached; run the same command again to resume", file=sys.stderr)
+        return 130
+    judge_info = {"model": args.model, "temperature": args.temperature, "seed": args.seed, "max_tokens": args.max_tokens}
+    results = summarize(records, settings, judge_info, label)
+    try:
+        results_path, _ = write_outputs(out, records, results)
+    except OSError as exc:
+        print(f"error: cannot write to {out} ({exc.__class__.__name__}: {exc})", file=sys.stderr)
+        return 2
+    print(format_summary_line(results) + f"; written to {results_path}")
+    for failure in results["failures"][:10]:
+        print(f"failed: {failure['scenario_id']} {failure['level']}: {failure['error']}", file=sys.stderr)
+    return 1 if results["counts"]["failed"] else 0
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def format_summary_line(results: dict[str, Any]) -> str:
+    overall = results["metrics"]["overall"]
+    counts, usage = results["counts"], results["usage"]
+    return (f"{results['model']} judged by {results['judge']['model']}: L1 {_fmt(overall['l1'])}, L2 {_fmt(overall['l2'])}, "
+            f"L3 {_fmt(overall['l3'])}, PRR {_fmt(overall['prr'])}, RRR {_fmt(overall['rrr'])}; "
+            f"{counts['images']} images ({counts['ok']} judged, {counts['cached']} from cache, {counts['gated']} gated, "
+            f"{counts['missing_image']} missing, {counts['unusable_image']} unusable, {counts['failed']} failed); "
+            f"{usage['requests']} requests, {usage['prompt_tokens']}+{usage['completion_tokens']} tokens")
