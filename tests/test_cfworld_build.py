@@ -28,10 +28,10 @@ from vrforge.builds.fileio import sha256_file
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def seed(sid: str, domain: str, l2: str, counterfactual: str) -> dict:
+def seed(sid: str, domain: str, l2: str, counterfactual: str, outcome: str) -> dict:
     levels = {"l1": {"prompt": "Draw a polar bear on the ice.", "assessment_point": "A white bear"},
-              "l2": {"prompt": l2, "assessment_point": "Green fur"},
-              "l3": {"prompt": "Draw a polar bear basking in the sun.", "assessment_point": "Green fur"}}
+              "l2": {"prompt": l2, "assessment_point": outcome},
+              "l3": {"prompt": "Draw a polar bear basking in the sun.", "assessment_point": outcome}}
     questions = [{"level": lvl, "dimension": dim, "question": f"{dim} at {lvl}?", "criteria": "yes or no", "weight": w,
                   "source_id": "", "generator_model": ""}
                  for lvl in ("l1", "l2", "l3") for dim, w in (("visual_integrity", 3.0), ("assessment_point", 8.0))]
@@ -44,12 +44,13 @@ def seed(sid: str, domain: str, l2: str, counterfactual: str) -> dict:
 SEEDS = {
     "biology.yaml": [
         seed("biology-metabolism-0001", "biology", "If mammals performed photosynthesis, draw a polar bear. Its fur should be green.",
-             "If mammals performed photosynthesis"),
-        seed("biology-metabolism-0002", "biology", "If time ran backwards, draw an hourglass.", "If time ran backwards"),
+             "If mammals performed photosynthesis", "The polar bear's fur is green"),
+        seed("biology-metabolism-0002", "biology", "If time ran backwards, draw an hourglass.", "If time ran backwards",
+             "The sand rises"),
     ],
     "physics.yaml": [
         seed("physics-optics-0001", "physics", "If shadows were bright, draw a tree casting its shadow on a lawn.",
-             "If shadows were bright"),
+             "If shadows were bright", "The tree's shadow on the lawn is bright"),
     ],
 }
 RECIPE = """kind = "cfworld"

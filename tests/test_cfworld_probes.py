@@ -17,6 +17,7 @@ from vrforge.generators.cfworld.probes.denominalize import (
     denominalize_with_llm,
     load_lexicon,
     parse_lexicon,
+    term_variants,
 )
 from vrforge.generators.cfworld.probes.rule_decoupling import (
     DIRECTIONS,
@@ -145,8 +146,9 @@ def test_repeated_attribute_pair_is_refused():
 
 # ----------------------------------------------------------------------------- de-nominalisation
 
-def scenario(sid: str, l2: str, counterfactual: str, law: str = "A law of nature.") -> Scenario:
-    levels = {"l1": Level("Draw a bear.", "A bear"), "l2": Level(l2, "Green fur"),
+def scenario(sid: str, l2: str, counterfactual: str, law: str = "A law of nature.",
+             outcome: str = "The polar bear's fur is green") -> Scenario:
+    levels = {"l1": Level("Draw a bear.", "A bear"), "l2": Level(l2, outcome),
               "l3": Level("Draw a bear in the sun.", "Green fur")}
     questions = tuple(Question(lvl, "assessment_point", "Is it right?", "", 1.0) for lvl in ("l1", "l2", "l3"))
     return Scenario(sid, "biology", "Metabolism", law, counterfactual, levels, questions, Provenance(kind="manual"))
@@ -170,7 +172,7 @@ def test_lexicon_replaces_nouns_and_attributes_and_keeps_the_premise():
     assert "plants" in probe.prompt  # a lexicon term inside the premise stays
     assert {r.term for r in probe.replacements} == {"polar bear", "Bear", "fur", "green"}
     assert {r.kind for r in probe.replacements} == {"noun", "attribute"}
-    assert probe.source_prompt == BEAR.levels["l2"].prompt and probe.assessment_point == "Green fur"
+    assert probe.source_prompt == BEAR.levels["l2"].prompt and probe.assessment_point == "The polar bear's fur is green"
     # the unchanged prompt is reported, not passed through
     assert report.unchanged == ["biology-0002"] and len(report.probes) == 1
     assert report.to_dict()["unchanged"] == ["biology-0002"]
@@ -190,15 +192,32 @@ def test_lexicon_matching_is_whole_word_longest_first_and_case_preserving():
     assert [r.term for r in replacements] == ["BEAR", "Red", "bear"]
 
 
+def test_only_the_outcome_targets_are_replaced():
+    prompt = "If leaves were blue, draw a basil plant on a table by the window. Show that the Leaves are blue."
+    source = scenario("biology-0005", prompt, "If leaves were blue", outcome="The basil leaf is blue")
+    probe = denominalize_with_lexicon([source]).probes[0]
+    # "leaf" in the outcome targets "Leaves" in the prompt (plural); the scene words plant, table and window stay
+    assert probe.prompt.startswith("If leaves were blue, draw a basil plant on a table by the window. Show that the ")
+    assert {r.term for r in probe.replacements} == {"Leaves", "blue"}
+    everything = denominalize_with_lexicon([source], outcome_only=False).probes[0]
+    assert {r.term for r in everything.replacements} == {"plant", "table", "window", "Leaves", "blue"}
+
+
+def test_term_variants():
+    assert term_variants("polar bear") >= {"polar bear", "polar bears", "bear"}
+    assert term_variants("leaf") >= {"leaf", "leaves"} and "leaf" in term_variants("leaves")
+    assert "butterfly" in term_variants("butterflies") and "tomato" in term_variants("tomatoes")
+
+
 def test_premise_found_without_the_scenario_counterfactual():
-    source = scenario("biology-0003", "Imagine a world without friction, draw a car on a road.", "")
+    source = scenario("biology-0003", "Imagine a world without friction, draw a car on a road.", "", outcome="The car slides")
     probe = denominalize_with_lexicon([source]).probes[0]
     assert probe.premise == "Imagine a world without friction"
     assert probe.prompt.startswith("Imagine a world without friction, draw ") and " car " not in probe.prompt
 
 
 def test_prompt_without_premise_is_reported():
-    report = denominalize_with_lexicon([scenario("biology-0004", "A car drives up a wall.", "")])
+    report = denominalize_with_lexicon([scenario("biology-0004", "A car drives up a wall.", "", outcome="The car is upside down")])
     assert report.no_premise == ["biology-0004"] and len(report.probes) == 1
 
 
@@ -237,7 +256,8 @@ def test_lexicon_covers_most_official_l2_prompts_and_keeps_every_premise():
     scenarios = import_release(OFFICIAL).scenarios
     report = denominalize_with_lexicon(scenarios)
     assert len(report.probes) + len(report.unchanged) == len(scenarios)
-    assert len(report.probes) >= 0.85 * len(scenarios)
+    # Only terms the assessment point names are targets; 737 of 1,092 official prompts have one in the lexicon.
+    assert len(report.probes) >= 0.6 * len(scenarios)
     assert all(p.validate() == [] for p in report.probes)
 
 

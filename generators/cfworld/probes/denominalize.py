@@ -8,10 +8,13 @@ a model can no longer lean on the name of the thing it has seen drawn a thousand
 
 Two modes:
 
-- ``lexicon`` (offline, deterministic): a YAML lexicon maps each term to its description;
-  terms match as whole words, case-insensitively, longest first, in one pass over the text
-  after the premise, and each replacement keeps the matched text's capitalisation
-  (``Bear`` -> ``Large ...``, ``BEAR`` -> ``LARGE ...``).
+- ``lexicon`` (offline, deterministic): a YAML lexicon maps each term to its description.
+  The targets are the lexicon terms that the L2 assessment point names (the outcome: "The
+  polar bear's fur is green" -> polar bear, fur, green), with their singular/plural forms and
+  the head word of a compound ("bear"); they are replaced wherever they stand outside the
+  premise, as whole words, case-insensitively, longest first, in one pass. A replacement keeps
+  the matched text's capitalisation (``Bear`` -> ``Large ...``, ``BEAR`` -> ``LARGE ...``) and
+  a leading "a"/"an" agrees with it. Scene words the outcome does not depend on stay as written.
 - ``llm``: an OpenAI-compatible model rewrites the outcome under a JSON Schema; an answer is
   accepted only if it keeps the premise word for word, changes the prompt and no longer
   contains any term it says it replaced (otherwise the client retries, then the scenario is
@@ -145,14 +148,50 @@ def _outside_premise(prompt: str, span: tuple[int, int] | None) -> list[tuple[in
     return [(0, span[0]), (span[1], len(prompt))]
 
 
-def apply_lexicon(prompt: str, lexicon: Lexicon, counterfactual: str = "") -> tuple[str, tuple[Replacement, ...]]:
-    """The prompt with every lexicon term outside the premise replaced, and the replacements made (in order)."""
+IRREGULAR_PLURALS = {"leaf": "leaves", "person": "people", "child": "children", "man": "men", "woman": "women",
+                     "mouse": "mice", "foot": "feet", "tooth": "teeth", "goose": "geese"}
+
+
+def term_variants(term: str) -> set[str]:
+    """Singular and plural spellings of a term, and the head word of a compound ("polar bear" -> "bear"),
+    so that a target named once in the assessment point is found however the prompt inflects it."""
+    forms = {term}
+    for singular, plural in IRREGULAR_PLURALS.items():
+        if term.endswith(singular):
+            forms.add(term[: -len(singular)] + plural)
+        if term.endswith(plural):
+            forms.add(term[: -len(plural)] + singular)
+    if term.endswith("ies"):
+        forms.add(term[:-3] + "y")
+    elif term.endswith("es"):
+        forms.update({term[:-2], term[:-1]})
+    elif term.endswith("s"):
+        forms.add(term[:-1])
+    else:
+        forms.update({term + "s", term + "es", term[:-1] + "ies" if term.endswith("y") else term + "s"})
+    heads = {form.split()[-1] for form in forms if " " in form}
+    return forms | heads
+
+
+def target_terms(assessment_point: str, lexicon: Lexicon) -> set[str]:
+    """The lexicon terms the outcome is about: those named in the assessment point, with their variants."""
+    found = {" ".join(m.group("term").lower().split()) for m in lexicon.pattern().finditer(assessment_point)}
+    return {variant for term in found for variant in term_variants(term)}
+
+
+def apply_lexicon(prompt: str, lexicon: Lexicon, counterfactual: str = "",
+                  targets: set[str] | None = None) -> tuple[str, tuple[Replacement, ...]]:
+    """The prompt with the lexicon terms outside the premise replaced (only those in ``targets`` when
+    given), and the replacements made, in order."""
     pattern = lexicon.pattern()
     replacements: list[Replacement] = []
 
     def substitute(match: re.Match[str]) -> str:
         term = match.group("term")
-        entry = lexicon.entries[" ".join(term.lower().split())]
+        key = " ".join(term.lower().split())
+        if targets is not None and key not in targets:
+            return match.group(0)
+        entry = lexicon.entries[key]
         description = match_case(term, entry.description)
         replacements.append(Replacement(term=term, description=description, kind=entry.kind))
         if match.group("article") is None:
@@ -198,15 +237,19 @@ def _probe(scenario: Scenario, prompt: str, replacements: tuple[Replacement, ...
     )
 
 
-def denominalize_with_lexicon(scenarios: list[Scenario], lexicon: Lexicon | None = None) -> DenominalizationReport:
-    """Lexicon mode over the scenarios' L2 prompts, in the given order."""
+def denominalize_with_lexicon(scenarios: list[Scenario], lexicon: Lexicon | None = None,
+                              outcome_only: bool = True) -> DenominalizationReport:
+    """Lexicon mode over the scenarios' L2 prompts, in the given order. With ``outcome_only`` (the
+    default) only the terms the L2 assessment point names are replaced, so the scene around the
+    outcome keeps its ordinary words; otherwise every lexicon term outside the premise is."""
     lexicon = lexicon or load_lexicon()
     report = DenominalizationReport()
     for scenario in scenarios:
         source = scenario.levels["l2"].prompt
         if not premise_text(scenario):
             report.no_premise.append(scenario.id)
-        prompt, replacements = apply_lexicon(source, lexicon, scenario.counterfactual)
+        targets = target_terms(scenario.levels["l2"].assessment_point, lexicon) if outcome_only else None
+        prompt, replacements = apply_lexicon(source, lexicon, scenario.counterfactual, targets)
         if not replacements:
             report.unchanged.append(scenario.id)
             continue
@@ -243,9 +286,10 @@ LLM_SCHEMA: dict[str, Any] = {
 LLM_INSTRUCTIONS = (
     "You rewrite text-to-image prompts for a benchmark of counterfactual reasoning. A prompt states a "
     "counterfactual premise and then asks for a picture. Keep the premise exactly as given, character for "
-    "character. In the rest of the prompt, replace every name of the target objects and their key attributes "
-    "by a purely visual description of what they look like (shape, parts, colour, texture, size), so that the "
-    "picture is fully specified without naming the things. Keep everything else, including sentence order. "
+    "character. In the rest of the prompt, replace every name of the objects and attributes that the outcome "
+    "(what the picture must show) is about by a purely visual description of what they look like (shape, parts, "
+    "colour, texture, size), so that the picture is fully specified without naming them. Keep everything else, "
+    "including sentence order. "
     "Answer with JSON: the rewritten prompt and the list of replacements (term as it appeared, its description, "
     "kind noun or attribute)."
 )
@@ -256,7 +300,8 @@ def _term_present(term: str, text: str) -> bool:
 
 
 def llm_messages(scenario: Scenario) -> list[dict[str, str]]:
-    request = {"premise": premise_text(scenario), "prompt": scenario.levels["l2"].prompt}
+    l2 = scenario.levels["l2"]
+    request = {"premise": premise_text(scenario), "prompt": l2.prompt, "outcome": l2.assessment_point}
     return [{"role": "system", "content": LLM_INSTRUCTIONS},
             {"role": "user", "content": json.dumps(request, ensure_ascii=False, sort_keys=True)}]
 
