@@ -257,6 +257,8 @@ class CallSettings:
             value = getattr(self, name)
             if value is not None and value % 8:
                 raise RunError(f"--{name} must be a multiple of 8, got {value}")
+        if (self.width is None) != (self.height is None):
+            raise RunError("give --width and --height together (or --size)")
         if self.strength is not None and not 0 < self.strength <= 1:
             raise RunError(f"--strength must be in (0, 1], got {self.strength}")
         reserved = {"prompt", "image", "generator", "output_type", "num_images_per_prompt"} & set(self.extra)
@@ -309,12 +311,7 @@ def effective_call_arguments(pipe, fixed: dict[str, Any]) -> dict[str, Any]:
 
 def generation_size(settings: CallSettings, input_size: tuple[int, int] | None) -> tuple[int, int] | None:
     """(width, height) to generate at; None leaves the pipeline's default (text-to-image only)."""
-    if settings.width or settings.height:
-        if input_size is None and not (settings.width and settings.height):
-            side = settings.width or settings.height
-            return side, side
-        if input_size is not None and not (settings.width and settings.height):
-            raise RunError("give both --width and --height (or --size) for image input")
+    if settings.width and settings.height:
         return settings.width, settings.height
     if input_size is None:
         return (settings.size, settings.size) if settings.size else None
@@ -481,14 +478,12 @@ def run(config: RunConfig, items: Sequence[GenerationItem], pipe=None, model_inf
 
     ``pipe``/``model_info`` skip loading (benchmarks pass a pipeline built in memory).
     """
-    from accelerate import PartialState
-
     if config.batch_size < 1:
         raise RunError(f"--batch-size must be at least 1, got {config.batch_size}")
     if config.kind not in KINDS:
         raise RunError(f"unknown run kind {config.kind!r}")
     config.settings.validate()
-    state = PartialState()
+    state = _process_state()
     torch_dtype = resolve_dtype(config.dtype, state.device.type)
     out = config.out
     previous = _read_manifest(out / MANIFEST_FILE)
@@ -545,6 +540,20 @@ def run(config: RunConfig, items: Sequence[GenerationItem], pipe=None, model_inf
     if failure is not None:
         raise failure
     return manifest
+
+
+def _process_state():
+    """accelerate's view of the launched processes, refusing a launch it does not see as distributed."""
+    import torch
+    from accelerate import PartialState
+
+    launched = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    # Without CUDA, accelerate forms a process group only when told to use the CPU (gloo).
+    state = PartialState(cpu=True) if launched > 1 and not torch.cuda.is_available() else PartialState()
+    if launched != state.num_processes:
+        raise RunError(f"launched as {launched} processes but accelerate sees {state.num_processes}; "
+                       "start the run with `accelerate launch` or torchrun")
+    return state
 
 
 def _size_settings(settings: CallSettings) -> dict[str, Any]:

@@ -84,6 +84,17 @@ def test_item_seed_is_stable_and_63_bit():
     assert 0 <= item_seed(123, "maze-hard-0042") < 2**63
 
 
+def test_generation_size_keeps_the_input_aspect_in_multiples_of_16():
+    size = diffusion.generation_size
+    assert size(CallSettings(), None) is None  # the pipeline's default
+    assert size(CallSettings(size=64), None) == (64, 64)
+    assert size(CallSettings(width=96, height=64), (1000, 10)) == (96, 64)
+    assert size(CallSettings(), (1024, 341)) == (1024, 336)
+    assert size(CallSettings(size=512), (1024, 341)) == (512, 176)
+    with pytest.raises(diffusion.RunError, match="together"):
+        CallSettings(width=64).validate()
+
+
 def test_t2i_layout_and_manifest(t2i_run, tiny_model, prompts_file):
     files = _outputs(t2i_run)
     assert sorted(files) == [f"physics-optics-000{s}/{lv}.png" for s in (1, 2) for lv in ("l1", "l2", "l3")]
@@ -303,3 +314,42 @@ def test_gpu_bench_smoke_on_cpu(tmp_path):
     assert report["plain"]["images_per_second"] > 0 and report["runner"]["images_per_second"] > 0
     assert report["ratio"] == pytest.approx(report["runner"]["images_per_second"] / report["plain"]["images_per_second"], rel=1e-3)
     assert len(list((tmp_path / "w" / "plain").glob("*.png"))) == 2
+
+
+def test_hub_id_from_the_cache_records_the_commit(tiny_model, prompts_file, tmp_path, monkeypatch):
+    """A hub id resolves through the hub cache (offline here); the manifest names the snapshot's commit."""
+    import shutil
+
+    import huggingface_hub.constants
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--vrforge--tiny-sd"
+    shutil.copytree(tiny_model, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+
+    out = tmp_path / "out"
+    assert run_cli("t2i", prompts_file, "--model", "vrforge/tiny-sd", "--out", out, "--levels", "l1", *BASE) == 0
+    model = json.loads((out / MANIFEST_FILE).read_text())["model"]
+    assert model["source"] == "hub" and model["id"] == "vrforge/tiny-sd" and model["commit"] == commit
+    assert run_cli("t2i", prompts_file, "--model", "vrforge/no-such-model", "--out", tmp_path / "o2", *BASE) == 2
+
+
+@pytest.mark.slow
+def test_two_processes_split_the_items_and_merge_one_manifest(tiny_model, prompts_file, t2i_run, tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "vrforge.runners.diffusion",
+               "t2i", str(prompts_file), "--model", str(tiny_model), "--out", str(out), "--batch-size", "3", *BASE]
+    subprocess.run(command, check=True, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    manifest = json.loads((out / MANIFEST_FILE).read_text())
+    assert manifest["runs"][-1]["processes"] == 2 and manifest["runs"][-1]["generated"] == 6
+    assert [i["process"] for i in manifest["items"]] == [0, 0, 0, 1, 1, 1]
+    assert not list(out.glob(".manifest-part-*")) and not list(out.rglob("*.tmp"))
+    single = _outputs(t2i_run)
+    for name, data in _outputs(out).items():
+        assert np.abs(_pixels(data) - _pixels(single[name])).max() <= 1
+    assert sorted(_outputs(out)) == sorted(single)
