@@ -40,7 +40,7 @@ def tiny_model(tmp_path_factory) -> Path:
     from vrforge.bench.gpu_t2i import build_pipeline
 
     work = tmp_path_factory.mktemp("tiny-sd")
-    build_pipeline("tiny", work / "build").save_pretrained(work / "pipe")
+    build_pipeline("sd15", work / "build", tiny=True).save_pretrained(work / "pipe")
     return work / "pipe"
 
 
@@ -310,7 +310,7 @@ def test_gpu_bench_smoke_on_cpu(tmp_path):
     results = tmp_path / "gpu_t2i.json"
     assert main(["--tiny", "--prompts", "2", "--batch-size", "2", "--results", str(results), "--work", str(tmp_path / "w")]) == 0
     report = json.loads(results.read_text())
-    assert report["arch"] == "tiny" and report["size"] == 64 and report["runner"]["images_written"] == 2
+    assert report["arch"] == "sdxl" and report["tiny"] and report["size"] == 64 and report["runner"]["images_written"] == 2
     assert report["plain"]["images_per_second"] > 0 and report["runner"]["images_per_second"] > 0
     assert report["ratio"] == pytest.approx(report["runner"]["images_per_second"] / report["plain"]["images_per_second"], rel=1e-3)
     assert len(list((tmp_path / "w" / "plain").glob("*.png"))) == 2
