@@ -423,18 +423,19 @@ def generate_items(pipe, items: Sequence[GenerationItem], out_dir: Path, *, seed
             images = pipe(**arguments).images
             if len(images) != len(batch):
                 raise RuntimeError(f"{type(pipe).__name__} returned {len(images)} images for {len(batch)} prompts")
-            jobs = []
+            jobs, generated_sizes = [], []
             for k, (item, image) in enumerate(zip(batch, images)):
                 image = _to_pil(image)
+                generated_sizes.append(list(image.size))
                 if originals is not None and image.size != originals[k].size:
                     image = image.resize(originals[k].size)
                 jobs.append((out_dir / item.output, image))
             writer.submit(jobs)
             seconds = (time.perf_counter() - t0) / len(batch)
-            for item, s, (_, image) in zip(batch, seeds, jobs):
+            for item, s, (_, image), generated_size in zip(batch, seeds, jobs, generated_sizes):
                 result.generated.append({**item.info, "id": item.id, "seed": s, "output": item.output, "prompt": item.prompt,
                                          "status": "generated", "seconds": round(seconds, 4), "process": process,
-                                         "size": list(image.size)})
+                                         "size": list(image.size), "generated_size": generated_size})
                 inputs.pop(item.id, None)
             bar.update(len(batch))
     finally:

@@ -244,6 +244,7 @@ def test_tacit_img2img_outputs_are_read_by_the_scorer(built, tiny_model, tmp_pat
     first = manifest["items"][0]
     assert first["id"] == "maze-easy-0000" and first["prompt"] == TACIT_INSTRUCTIONS["maze"]
     assert first["task"] == "maze" and first["difficulty"] == "easy" and first["index"] == 0
+    assert max(first["generated_size"]) == 64 and all(v % 16 == 0 for v in first["generated_size"])
 
     # Each answer has its puzzle's size (aspect kept for the verifier).
     from vrforge.runners.items import tacit_items
