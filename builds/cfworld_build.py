@@ -1,0 +1,497 @@
+"""The CF-World release: curated seed scenarios and the three probes as one Hugging Face dataset folder.
+
+recipe (TOML, ``kind = "cfworld"``) -> seed scenarios (``generators/cfworld/seeds/*.yaml``)
+-> configs ``scenarios``, ``rule_decoupling``, ``attribute_decoupling``, ``denominalized``
+(the seeds' L2 prompts through the offline lexicon) -> one parquet file per config
+(``data/<config>/test-00000-of-00001.parquet``; CF-World is an evaluation set, so every
+config has the single split ``test`` and the domain is a column) -> README.md card ->
+manifest.json (same layout as TACIT's: version, recipe, config hash, rows, sha256 of every
+file). Everything is computed in memory (a few thousand text rows), then written file by file
+under hidden temporary names and renamed; the same recipe and inputs give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tomllib
+from collections import Counter
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+import vrforge
+from vrforge.builds.fileio import sha256_file, temporary_path, write_bytes_atomic, write_json_atomic
+from vrforge.schemas.cfworld import Scenario, cfworld_features, scenario_schema_errors
+from vrforge.schemas.cfworld_probes import (
+    AttributeProbe,
+    DenominalizedProbe,
+    Replacement,
+    RuleProbe,
+    attribute_probe_features,
+    denominalized_probe_features,
+    rule_probe_features,
+)
+
+KIND = "cfworld"
+CONFIGS = ("scenarios", "rule_decoupling", "attribute_decoupling", "denominalized")
+SPLIT = "test"
+KNOWN_KEYS = {"kind", "name", "version", "license", "seeds", "lexicon", "configs"}
+EXIT_USAGE = 2
+PROBE_VERSION = "1"  # bump when the probe generators or tables change what they produce
+
+
+# libyaml's loader when present: the pure-Python one takes seconds per thousand scenarios.
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class CfworldBuildError(ValueError):
+    """A malformed recipe or unusable input; the message is the one line the user sees."""
+
+
+@dataclass(frozen=True)
+class CfworldRecipe:
+    name: str
+    version: str
+    license: str
+    seeds: Path | None  # None: the packaged seed folder
+    lexicon: Path | None  # None: the packaged lexicon
+    configs: tuple[str, ...]
+    limit: int | None = None  # at most this many seed scenarios (first by id); probes are never cut
+
+    def normalised(self) -> dict[str, Any]:
+        """What the manifest records (paths as written in the recipe would vary by checkout; inputs are hashed instead)."""
+        return {"kind": KIND, "name": self.name, "version": self.version, "license": self.license,
+                "configs": list(self.configs), "limit": self.limit,
+                "seeds": "packaged" if self.seeds is None else self.seeds.name,
+                "lexicon": "packaged" if self.lexicon is None else self.lexicon.name}
+
+
+# ----------------------------------------------------------------------------- recipe
+
+def recipe_kind(path: str | Path) -> str:
+    """``cfworld`` when the TOML file says ``kind = "cfworld"``, else ``tacit`` (also when unreadable:
+    the TACIT loader then reports the problem)."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return "tacit"
+    return KIND if data.get("kind") == KIND else "tacit"
+
+
+def load_cfworld_recipe(path: str | Path) -> CfworldRecipe:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CfworldBuildError(f"recipe not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CfworldBuildError(f"cannot read recipe {path}: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CfworldBuildError(f"{path}: invalid TOML: {exc}") from None
+    return parse_cfworld_recipe(data, path)
+
+
+def parse_cfworld_recipe(data: dict[str, Any], path: Path) -> CfworldRecipe:
+    source = str(path)
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise CfworldBuildError(f"{source}: unknown key(s) {', '.join(unknown)}")
+    if data.get("kind") != KIND:
+        raise CfworldBuildError(f"{source}: 'kind' must be \"{KIND}\"")
+    for key in ("name", "version"):
+        if key not in data:
+            raise CfworldBuildError(f"{source}: missing required field '{key}'")
+        if not isinstance(data[key], str) or not data[key].strip():
+            raise CfworldBuildError(f"{source}: '{key}' must be a non-empty string")
+    license_ = data.get("license", "cc-by-4.0")
+    if not isinstance(license_, str) or not license_.strip():
+        raise CfworldBuildError(f"{source}: 'license' must be a non-empty string")
+    configs = data.get("configs", list(CONFIGS))
+    if not isinstance(configs, list) or not configs or not all(isinstance(c, str) for c in configs):
+        raise CfworldBuildError(f"{source}: 'configs' must be a non-empty list of {', '.join(CONFIGS)}")
+    for config in configs:
+        if config not in CONFIGS:
+            raise CfworldBuildError(f"{source}: unknown config {config!r} (choose from {', '.join(CONFIGS)})")
+    if len(set(configs)) != len(configs):
+        raise CfworldBuildError(f"{source}: repeated config")
+    paths = {}
+    for key in ("seeds", "lexicon"):
+        value = data.get(key, "packaged")
+        if not isinstance(value, str) or not value.strip():
+            raise CfworldBuildError(f"{source}: '{key}' must be \"packaged\" or a path relative to the recipe")
+        paths[key] = None if value == "packaged" else (path.parent / value)
+    return CfworldRecipe(name=data["name"].strip(), version=data["version"].strip(), license=license_.strip(),
+                         seeds=paths["seeds"], lexicon=paths["lexicon"],
+                         configs=tuple(c for c in CONFIGS if c in configs))
+
+
+# ----------------------------------------------------------------------------- inputs
+
+def packaged_seed_folder() -> Path:
+    return Path(str(resources.files("vrforge.generators.cfworld") / "seeds"))
+
+
+def read_seed_scenarios(folder: Path | None = None) -> list[Scenario]:
+    """Every scenario of ``folder/*.yaml`` (each file ``scenarios:`` a list of ``Scenario.to_dict()``
+    dicts), sorted by id; raises CfworldBuildError on the first unusable file or scenario."""
+    folder = packaged_seed_folder() if folder is None else Path(folder)
+    if not folder.is_dir():
+        raise CfworldBuildError(f"no seed folder: {folder}")
+    files = sorted(folder.glob("*.yaml"))
+    if not files:
+        raise CfworldBuildError(f"{folder}: no seed files (*.yaml)")
+    scenarios: dict[str, Scenario] = {}
+    for file in files:
+        try:
+            data = yaml.load(file.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CfworldBuildError(f"cannot read {file}: {exc}") from None
+        except yaml.YAMLError as exc:
+            raise CfworldBuildError(f"{file}: invalid YAML: {' '.join(str(exc).split())}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("scenarios"), list):
+            raise CfworldBuildError(f"{file}: expected a mapping with a 'scenarios' list")
+        for index, record in enumerate(data["scenarios"]):
+            where = f"{file.name}: scenarios[{index}]"
+            if not isinstance(record, dict):
+                raise CfworldBuildError(f"{where}: not a mapping")
+            errors = scenario_schema_errors(record)
+            if errors:
+                raise CfworldBuildError(f"{where}: {errors[0]}")
+            scenario = Scenario.from_dict(record)
+            problems = scenario.validate()
+            if problems:
+                raise CfworldBuildError(f"{where} ({scenario.id}): {problems[0]}")
+            if scenario.id in scenarios:
+                raise CfworldBuildError(f"{where}: duplicate scenario id {scenario.id}")
+            scenarios[scenario.id] = scenario
+    return [scenarios[key] for key in sorted(scenarios)]
+
+
+def load_seeds(folder: Path | None) -> list[Scenario]:
+    """The law bank's loader when it is installed, else the reader above (same file format); any
+    complaint about the seed files becomes one line."""
+    try:
+        from vrforge.generators.cfworld.lawbank import load_seed_scenarios
+    except ImportError:
+        return read_seed_scenarios(folder)
+    try:
+        return sorted(load_seed_scenarios(folder), key=lambda s: s.id)
+    except (ValueError, OSError) as exc:
+        raise CfworldBuildError(" ".join(str(exc).split()) or f"unusable seed files in {folder}") from None
+
+
+def _input_hashes(recipe: CfworldRecipe) -> dict[str, str]:
+    """sha256 of every input file, so the config hash changes whenever an input does."""
+    seeds = recipe.seeds if recipe.seeds is not None else packaged_seed_folder()
+    hashes = {f"seeds/{p.name}": sha256_file(p) for p in sorted(Path(seeds).glob("*.yaml"))}
+    if recipe.lexicon is not None:
+        hashes["lexicon"] = sha256_file(recipe.lexicon)
+    else:
+        text = (resources.files("vrforge.generators.cfworld.probes") / "lexicon.yaml").read_bytes()
+        hashes["lexicon"] = hashlib.sha256(text).hexdigest()
+    return hashes
+
+
+def config_hash(recipe: CfworldRecipe) -> str:
+    data = {"recipe": recipe.normalised(), "inputs": _input_hashes(recipe), "probe_version": PROBE_VERSION}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+# ----------------------------------------------------------------------------- rows
+
+@dataclass
+class Tables:
+    rows: dict[str, list[dict[str, Any]]]
+    scenarios: list[Scenario]
+    denominalization: dict[str, Any]
+
+
+def _features(config: str):
+    return {"scenarios": cfworld_features, "rule_decoupling": rule_probe_features,
+            "attribute_decoupling": attribute_probe_features, "denominalized": denominalized_probe_features}[config]()
+
+
+def build_tables(recipe: CfworldRecipe) -> Tables:
+    from vrforge.generators.cfworld.probes.attribute_decoupling import generate_attribute_probes
+    from vrforge.generators.cfworld.probes.denominalize import LexiconError, denominalize_with_lexicon, load_lexicon
+    from vrforge.generators.cfworld.probes.rule_decoupling import generate_rule_probes
+
+    needs_seeds = "scenarios" in recipe.configs or "denominalized" in recipe.configs
+    scenarios = load_seeds(recipe.seeds) if needs_seeds else []
+    if recipe.limit is not None:
+        scenarios = scenarios[:recipe.limit]
+    rows: dict[str, list[dict[str, Any]]] = {}
+    report: dict[str, Any] = {}
+    if "scenarios" in recipe.configs:
+        rows["scenarios"] = [s.to_dict() for s in scenarios]
+    if "rule_decoupling" in recipe.configs:
+        rows["rule_decoupling"] = [p.to_dict() for p in generate_rule_probes()]
+    if "attribute_decoupling" in recipe.configs:
+        rows["attribute_decoupling"] = [p.to_dict() for p in generate_attribute_probes()]
+    if "denominalized" in recipe.configs:
+        try:
+            lexicon = load_lexicon(recipe.lexicon)
+        except LexiconError as exc:
+            raise CfworldBuildError(str(exc)) from None
+        result = denominalize_with_lexicon(scenarios, lexicon)
+        rows["denominalized"] = [p.to_dict() for p in result.probes]
+        report = result.to_dict()
+    return Tables(rows=rows, scenarios=scenarios, denominalization=report)
+
+
+def parquet_bytes(config: str, rows: list[dict[str, Any]], path: Path) -> None:
+    """Write one config's rows with its explicit Features (so the card and the schema agree), atomically."""
+    features = _features(config)
+    table = pa.Table.from_pylist([features.encode_example(row) for row in rows], schema=features.arrow_schema)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_path(path)
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, path)
+
+
+def data_path(config: str) -> str:
+    return f"data/{config}/{SPLIT}-00000-of-00001.parquet"
+
+
+# ----------------------------------------------------------------------------- card
+
+def _size_category(rows: int) -> str:
+    from vrforge.cards.card import size_category
+
+    return size_category(rows)
+
+
+def pretty_name(recipe: CfworldRecipe) -> str:
+    return f"CF-World {recipe.version}" if recipe.name == KIND else f"{recipe.name} {recipe.version}"
+
+
+def card_metadata(recipe: CfworldRecipe, counts: dict[str, int], sizes: dict[str, int]) -> dict[str, Any]:
+    configs, infos = [], []
+    for config in recipe.configs:
+        entry: dict[str, Any] = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}]}
+        if not configs:
+            entry["default"] = True
+        configs.append(entry)
+        infos.append({"config_name": config, "features": _features(config)._to_yaml_list(),
+                      "splits": [{"name": SPLIT, "num_bytes": sizes[config], "num_examples": counts[config]}]})
+    return {
+        "license": recipe.license,
+        "pretty_name": pretty_name(recipe),
+        "task_categories": ["text-to-image"],
+        "language": ["en"],
+        "size_categories": [_size_category(sum(counts.values()))],
+        "tags": ["counterfactual-reasoning", "text-to-image", "evaluation", "synthetic"],
+        "configs": configs,
+        "dataset_info": infos,
+    }
+
+
+CONFIG_DESCRIPTIONS = {
+    "scenarios": "a counterfactual scenario: law, change, L1/L2/L3 prompts with assessment points, judge questions",
+    "rule_decoupling": "a symbolic scene under its real law or a counterfactual perturbation, with the expected arrow direction",
+    "attribute_decoupling": "one member (rare or common) of an attribute minimal pair",
+    "denominalized": "a scenario's L2 prompt with the outcome's names replaced by visual descriptions",
+}
+
+
+def render_card(recipe: CfworldRecipe, hash_: str, tables: Tables, counts: dict[str, int], sizes: dict[str, int]) -> str:
+    config_rows = [f"| `{c}` | {counts[c]} | {CONFIG_DESCRIPTIONS[c]} |" for c in recipe.configs]
+    by_domain = Counter(s.domain for s in tables.scenarios)
+    domain_rows = ["| domain | scenarios |", "|---|---|"] + [f"| {d} | {n} |" for d, n in sorted(by_domain.items())]
+    if not by_domain:
+        domain_rows = ["(this release has no `scenarios` config)"]
+    note = ""
+    if tables.denominalization:
+        unchanged = len(tables.denominalization["unchanged"])
+        note = (f"In this release the lexicon rewrote {counts.get('denominalized', 0)} of the {len(tables.scenarios)} L2 prompts; "
+                f"the prompts it left unchanged ({unchanged}) are not in this config and are listed in `manifest.json` "
+                "under `denominalization.unchanged`.")
+    template = Template((resources.files("vrforge.cards") / "templates" / "cfworld.md").read_text(encoding="utf-8"))
+    from vrforge.generators.cfworld.probes.rules import RULES
+
+    return template.substitute(
+        yaml=yaml.safe_dump(card_metadata(recipe, counts, sizes), sort_keys=False, allow_unicode=True).rstrip("\n"),
+        pretty_name=pretty_name(recipe), recipe_name=recipe.name, version=recipe.version, config_hash=hash_,
+        config_table="\n".join(config_rows), domain_table="\n".join(domain_rows), rule_count=len(RULES),
+        denominalized_note=note, license=recipe.license,
+    )
+
+
+# ----------------------------------------------------------------------------- build
+
+def _check_out(out: Path, hash_: str) -> None:
+    manifest = out / "manifest.json"
+    if manifest.exists():
+        try:
+            recorded = json.loads(manifest.read_text(encoding="utf-8")).get("config_hash")
+        except (OSError, json.JSONDecodeError):
+            recorded = None
+        if recorded != hash_:
+            raise CfworldBuildError(f"{out} holds a different build (config hash {str(recorded)[:12]}); choose another --out")
+        return  # the same build: rewriting it gives the same bytes
+    if out.exists() and any(out.iterdir()):
+        raise CfworldBuildError(f"{out} exists and is not empty; choose another --out")
+
+
+def build_cfworld_recipe(recipe: CfworldRecipe, out: Path) -> Path:
+    out = Path(out)
+    hash_ = config_hash(recipe)
+    _check_out(out, hash_)
+    tables = build_tables(recipe)
+    counts, sizes = {}, {}
+    for config in recipe.configs:
+        path = out / data_path(config)
+        parquet_bytes(config, tables.rows[config], path)
+        counts[config] = len(tables.rows[config])
+        sizes[config] = path.stat().st_size
+    write_bytes_atomic(out / "README.md", render_card(recipe, hash_, tables, counts, sizes).encode("utf-8"))
+    files = sorted(p for p in out.rglob("*") if p.is_file() and p.name not in ("manifest.json", "audit.json")
+                   and not p.name.startswith("."))
+    manifest = {
+        "kind": KIND,
+        "name": recipe.name,
+        "version": recipe.version,
+        "package_version": vrforge.__version__,
+        "config_hash": hash_,
+        "recipe": recipe.normalised(),
+        "inputs": _input_hashes(recipe),
+        "probe_version": PROBE_VERSION,
+        "rows": {config: {SPLIT: counts[config]} for config in recipe.configs},
+        "scenarios_per_domain": dict(sorted(Counter(s.domain for s in tables.scenarios).items())),
+        "denominalization": tables.denominalization,
+        "files": {p.relative_to(out).as_posix(): {"sha256": sha256_file(p), "bytes": p.stat().st_size} for p in files},
+    }
+    write_json_atomic(out / "manifest.json", manifest)
+    return out
+
+
+def build_cfworld(recipe_path: str | Path, out_dir: str | Path, limit: int | None = None) -> Path:
+    """Build the release described by ``recipe_path`` into ``out_dir``; returns ``out_dir``."""
+    recipe = load_cfworld_recipe(recipe_path)
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise CfworldBuildError(f"--limit must be a positive integer, got {limit}")
+        recipe = replace(recipe, limit=limit)
+    return build_cfworld_recipe(recipe, Path(out_dir))
+
+
+# ----------------------------------------------------------------------------- audit
+
+def audit_cfworld(folder: Path) -> dict[str, Any]:
+    """Re-check a built CF-World folder from its files alone and write ``audit.json`` (what
+    ``vrforge publish`` requires): files against the manifest's sha256, the card's configs,
+    features and split sizes against the parquet files and the manifest, and every row's own checks."""
+    from vrforge.builds.audit import AuditError, card_configs
+    from vrforge.builds.audit import card_metadata as read_card_metadata
+
+    folder = Path(folder)
+    manifest_path = folder / "manifest.json"
+    if not manifest_path.exists():
+        raise CfworldBuildError(f"{folder} has no manifest.json (not a built dataset folder)")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    problems: list[str] = []
+    listed = manifest.get("files", {})
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {"manifest.json", "audit.json"}
+    problems += [f"missing file {name}" for name in sorted(set(listed) - present)]
+    problems += [f"file not in manifest: {name}" for name in sorted(present - set(listed))]
+    problems += [f"sha256 mismatch: {name}" for name in sorted(set(listed) & present)
+                 if sha256_file(folder / name) != listed[name]["sha256"]]
+    card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").exists() else ""
+    try:
+        metadata, configs = (read_card_metadata(card), card_configs(card)) if card else ({}, {})
+    except AuditError as exc:
+        raise CfworldBuildError(str(exc)) from None
+    expected = manifest.get("rows", {})
+    if set(configs) != set(expected):
+        problems.append(f"card configs {sorted(configs)} differ from manifest {sorted(expected)}")
+    infos = {info["config_name"]: info for info in metadata.get("dataset_info", [])}
+    rows_checked = 0
+    for config, splits in sorted(configs.items()):
+        for split, pattern in splits.items():
+            files = sorted(folder.glob(pattern))
+            try:
+                rows = [row for f in files for row in pq.read_table(f).to_pylist()]
+                schema = pq.read_schema(files[0]) if files else None
+            except (OSError, pa.ArrowException) as exc:
+                problems.append(f"{config}/{split}: unreadable parquet ({' '.join(str(exc).split())[:200]})")
+                continue
+            rows_checked += len(rows)
+            if expected.get(config, {}).get(split) != len(rows):
+                problems.append(f"{config}/{split}: {len(rows)} rows, manifest says {expected.get(config, {}).get(split)}")
+            declared = {s["name"]: s["num_examples"] for s in infos.get(config, {}).get("splits", [])}
+            if declared.get(split) != len(rows):
+                problems.append(f"{config}/{split}: card declares {declared.get(split)} rows, files hold {len(rows)}")
+            if config in CONFIGS and schema is not None and schema != _features(config).arrow_schema:
+                problems.append(f"{config}/{split}: parquet schema differs from the {config} features")
+            ids = [row.get("id") for row in rows]
+            if len(set(ids)) != len(ids):
+                problems.append(f"{config}/{split}: repeated ids")
+            problems += [f"{config}/{row.get('id')}: {p}" for row in rows for p in _row_problems(config, row)][:50]
+    report = {"passed": not problems, "kind": KIND, "manifest_sha256": sha256_file(manifest_path),
+              "config_hash": manifest.get("config_hash"), "files_checked": len(listed), "rows_checked": rows_checked,
+              "problems": problems}
+    write_json_atomic(folder / "audit.json", report)
+    return report
+
+
+def _row_problems(config: str, row: dict[str, Any]) -> list[str]:
+    if config == "scenarios":
+        return Scenario.from_dict(row).validate()
+    if config == "rule_decoupling":
+        return RuleProbe(**row).validate()
+    if config == "attribute_decoupling":
+        return AttributeProbe(**row).validate()
+    if config == "denominalized":
+        data = dict(row)
+        data["replacements"] = tuple(Replacement(**r) for r in row["replacements"])
+        return DenominalizedProbe(**data).validate()
+    return [f"unknown config {config}"]
+
+
+# ----------------------------------------------------------------------------- CLI
+
+def cli_build_cfworld(args: argparse.Namespace) -> int:
+    """``vrforge build <cfworld recipe> [--out DIR] [--limit N] [--quiet]``: 0 on success, 2 with one line on stderr."""
+    try:
+        recipe = load_cfworld_recipe(args.recipe)
+        if getattr(args, "resolutions", None):
+            raise CfworldBuildError("--resolutions does not apply to CF-World (it has no images)")
+        out = Path(args.out) if getattr(args, "out", None) else Path("datasets") / f"{recipe.name}-{recipe.version}"
+        build_cfworld(args.recipe, out, limit=getattr(args, "limit", None))
+        manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    except CfworldBuildError as exc:
+        print(f"vrforge build: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"vrforge build: error: cannot write ({exc.__class__.__name__}: {exc})", file=sys.stderr)
+        return EXIT_USAGE
+    if not getattr(args, "quiet", False):
+        rows = ", ".join(f"{config} {splits[SPLIT]}" for config, splits in manifest["rows"].items())
+        unchanged = manifest["denominalization"].get("unchanged", [])
+        print(f"built {out}: {rows} rows" + (f"; {len(unchanged)} L2 prompts left unchanged by the lexicon "
+                                             f"(listed in manifest.json)" if unchanged else ""))
+    return 0
+
+
+def cli_audit_cfworld(folder: str) -> int:
+    """``vrforge audit`` on a CF-World folder: 0 passed, 1 failed, 2 unusable folder."""
+    try:
+        report = audit_cfworld(Path(folder))
+    except CfworldBuildError as exc:
+        print(f"vrforge audit: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{'passed' if report['passed'] else 'FAILED'}: {report['files_checked']} files, {report['rows_checked']} rows checked"
+          + "".join(f"\n  {p}" for p in report["problems"][:20]))
+    return 0 if report["passed"] else 1

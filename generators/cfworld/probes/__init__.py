@@ -1,0 +1,1 @@
+"""The three CF-World diagnostic probes: rule decoupling, attribute decoupling, de-nominalisation."""

