@@ -5,15 +5,23 @@ BIN := $(VENV)/bin
 RECIPE ?= builds/recipes/tacit.toml
 WORKERS ?= 2
 OUT ?= datasets/tacit
+CFWORLD_RECIPE ?= builds/recipes/cfworld-v0.1.0.toml
+CFWORLD_OUT ?= datasets/cfworld
 LIMIT ?=
 LIMIT_FLAG := $(if $(LIMIT),--limit $(LIMIT),)
 
 .PHONY: install dataset sample test test-all bench lint clean
 
+# torch is pinned first: a bare `torch` requirement lets pip pick a newer build (multi-GB on
+# PyPI) that the evaluation extras' pins then fight with.
+TORCH ?= torch==2.13.0
+EXTRAS ?= dev,eval
+
 $(BIN)/vrforge: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(if $(findstring eval,$(EXTRAS)),$(BIN)/pip install -q '$(TORCH)')
+	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
 	touch $@
 
 install: $(BIN)/vrforge
@@ -21,6 +29,8 @@ install: $(BIN)/vrforge
 dataset: install
 	$(BIN)/vrforge build $(RECIPE) --workers $(WORKERS) --out $(OUT) $(LIMIT_FLAG)
 	$(BIN)/vrforge audit $(OUT) --workers $(WORKERS)
+	$(BIN)/vrforge build $(CFWORLD_RECIPE) --out $(CFWORLD_OUT) $(LIMIT_FLAG)
+	$(BIN)/vrforge audit $(CFWORLD_OUT)
 
 sample: install
 	$(BIN)/vrforge sample maze --difficulty hard --out samples

@@ -180,16 +180,18 @@ def read_seed_scenarios(folder: Path | None = None) -> list[Scenario]:
 
 
 def load_seeds(folder: Path | None) -> list[Scenario]:
-    """The law bank's loader when it is installed, else the reader above (same file format); any
+    """The release's scenarios. The packaged seeds (``folder`` None) load through the law bank,
+    which matches each one to its law and runs every validator; a recipe's own seed folder (a
+    researcher's set, with no law bank entries) is checked against the schema only. Any
     complaint about the seed files becomes one line."""
-    try:
-        from vrforge.generators.cfworld.lawbank import load_seed_scenarios
-    except ImportError:
+    if folder is not None:
         return read_seed_scenarios(folder)
+    from vrforge.generators.cfworld.lawbank import load_seed_scenarios
+
     try:
-        return sorted(load_seed_scenarios(folder), key=lambda s: s.id)
+        return sorted(load_seed_scenarios(), key=lambda s: s.id)
     except (ValueError, OSError) as exc:
-        raise CfworldBuildError(" ".join(str(exc).split()) or f"unusable seed files in {folder}") from None
+        raise CfworldBuildError(" ".join(str(exc).split()) or "unusable packaged seed files") from None
 
 
 def _input_hashes(recipe: CfworldRecipe) -> dict[str, str]:

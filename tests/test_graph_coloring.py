@@ -204,9 +204,9 @@ def test_deterministic():
 
 
 SNAPSHOTS = {
-    "easy": "46280b172aa738bed17d8d9f35418bc59fc95dd26a2aba7624e4825947e1f841",
-    "medium": "561d3ff3c75fd720f8adf599c1deef73fc4aed257edd3803943bca466734b2c6",
-    "hard": "df73c2ae6cb4d516f5249668273e89361de5e8878a6bd1d85b456ba4b66b3813",
+    "easy": "85f1bd0be2d2cd62c0375c719677d8556f882e0e9ab7b95b68bc0cd57355af66",
+    "medium": "b12c08f9ec530b973c0acd99317646189ddb27b280f469a5b1bd8983fef9051e",
+    "hard": "f2b897deadc7ddeb338085fd1d84ab1509839398c75a800925f70840e156e926",
 }
 
 

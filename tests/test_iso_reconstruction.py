@@ -189,9 +189,9 @@ def test_pictures_have_no_text_and_share_the_drawing_code(puzzle):
 
 # sha256 of the 512 px solution PNG for seed 0, index 0.
 SNAPSHOTS = {
-    "easy": "f7cf4a537e5ae491387a0c16a822bd8052290563060db1c2b8a39b7ab7386b73",
-    "medium": "994f72b18f78dc8e349051f03537d5fa1ffa19f14452abf811abfe03c80d194c",
-    "hard": "ed31055731523a3b2f58fdba3e68cd753a9123906e1d9e56a43bc646624ed552",
+    "easy": "2b7a28da968a6749668c8c8d82be69affb8ee8ed9090a7ae25aad521b0eb9961",
+    "medium": "1721c7a2136452c6291d4eab13abfe4077528eea4f1abb8e316b55eb3aaabc0a",
+    "hard": "d62655bbf985320760a9c9020b58d26baeb318311a9166c600e9bd6dbca07f94",
 }
 
 

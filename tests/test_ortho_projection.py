@@ -162,9 +162,9 @@ def test_pictures_have_no_text(puzzle):
 
 # sha256 of the 512 px solution PNG for seed 0, index 0.
 SNAPSHOTS = {
-    "easy": "d46b0722bdbcefb844037500a84c69e00cce2ea6ed9b50ea675fe3adc950586a",
-    "medium": "3e9009a55fc3c2be4b44288c481bcf29e4af6cd35881006461a20a1fcda224a5",
-    "hard": "f6788f575a39539867c27024a26ce124eb14207e7bed32877b6618fff3fdac9e",
+    "easy": "254d347824d5fd1b5348109ed3898aecc8e3fe069a9d0b8e50f1e27a5298c974",
+    "medium": "83f189340f4ec41a1b43c7f536174a0ba9ca03d00e39ea715c710076114f39c6",
+    "hard": "81805dae8adfd371e6ee6f1b4bdbe708477029a4461c8e23dcfb27bd0e854a69",
 }
 
 

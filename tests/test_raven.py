@@ -21,9 +21,9 @@ from vrforge.verifiers import raven as rv
 DIFFS = ("easy", "medium", "hard")
 # sha256 of the 512 px solution PNG for seed 0 (cairosvg rendering); update on a deliberate change.
 SNAPSHOTS = {
-    "easy": "6bcf958d64c644beb14204149e51f2afc66103e87843796ee4d75ba1fde2ec89",
-    "medium": "873ce1b8384a061fa67af58bac29e27556eff4a70e97a4cf1c7355a26efff134",
-    "hard": "0c8a2be0c99c0210b739e31082bf20bd7d1fa55b4d176fd529d788886bf22f45",
+    "easy": "4246d57853ae532d7a1e6cd98b616bb38671829f7ab9acf5cd67b578dca514a6",
+    "medium": "fd96f6280c402de883cf1a46c402c9015a9c2a735ff5117f3cbb3cf97a0fbffe",
+    "hard": "fc5ee7e44b6e9a909185c56923eb6ce6d0bd60f9792f14432e163b34bd29c420",
 }
 
 

@@ -157,9 +157,9 @@ def test_config_validation():
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
 # drawing or encoding changes these.
 SNAPSHOTS = {
-    "easy": "831326b98631b70f40035280fc97fa673b2e81d338d3197dbc46f9396678475c",
-    "medium": "ba3fbb0c5574affe62b71e72f27063dc2b7178b9f6e302011e62e90b6ea3d472",
-    "hard": "840cfdc9d469819d941eb36c46d7c377739953c3e1cab8a1ff1fc99cce99d323",
+    "easy": "3b94cae903903851aea59097e1eaf320359c77ae13bd4526253e9ddaeaa16bb5",
+    "medium": "b625d7791d6d37b873aa1752ace74e8bb2fc5a06ecaef8971bb16cf40b99d4b9",
+    "hard": "5962d558d13ea6fc5f4484285eb23af09d3d9a71733b6d7d075696f0c042c16f",
 }
 
 

@@ -75,7 +75,11 @@ def _cmd_sample(args: argparse.Namespace) -> int:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from vrforge.builds.build import BuildError, build
+    from vrforge.builds.cfworld_build import cli_build_cfworld, recipe_kind
     from vrforge.builds.recipe import RecipeError, load_recipe
+
+    if recipe_kind(args.recipe) == "cfworld":
+        return cli_build_cfworld(args)
 
     try:
         recipe = load_recipe(args.recipe).limited(args.limit).with_resolutions(args.resolutions)
@@ -132,6 +136,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         raise UserError(f"no such dataset folder: {folder}")
     if args.workers < 1:
         raise UserError(f"--workers must be at least 1, got {args.workers}")
+    if _manifest_kind(folder) == "cfworld":
+        from vrforge.builds.cfworld_build import cli_audit_cfworld
+
+        return cli_audit_cfworld(str(folder))
     try:
         report = audit(folder, workers=args.workers, progress=not args.quiet)
     except AuditError as exc:
@@ -139,6 +147,15 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     print(summary(report))
     print(f"wrote {folder / 'audit.json'}")
     return 0 if report["passed"] else EXIT_FAIL
+
+
+def _manifest_kind(folder: Path) -> str:
+    """"cfworld" for a CF-World release folder, "tacit" otherwise (the audit reports a bad manifest)."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "tacit"
+    return manifest.get("kind", "tacit") if isinstance(manifest, dict) else "tacit"
 
 
 def _cmd_publish(args: argparse.Namespace) -> int:
@@ -181,6 +198,30 @@ def _cmd_score(args: argparse.Namespace) -> int:
     if args.score_command == "discriminative":
         return cli_score_discriminative(args.dataset, args.results, out=args.out)
     return cli_gap(args.generative, args.discriminative, out=args.out)
+
+
+def _cmd_cfworld_draft(args: argparse.Namespace) -> int:
+    from vrforge.generators.cfworld.draft import cli_draft
+
+    return cli_draft(args)
+
+
+def _cmd_cfworld_review_export(args: argparse.Namespace) -> int:
+    from vrforge.generators.cfworld.review import cli_review_export
+
+    return cli_review_export(args)
+
+
+def _cmd_cfworld_review_import(args: argparse.Namespace) -> int:
+    from vrforge.generators.cfworld.review import cli_review_import
+
+    return cli_review_import(args)
+
+
+def _cmd_run_generate(args: argparse.Namespace) -> int:
+    from vrforge.runners.diffusion import cli_generate
+
+    return cli_generate(args)
 
 
 def _cmd_run_choice(args: argparse.Namespace) -> int:
@@ -256,6 +297,17 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("path", help="the release folder (prompt/, eval_questions/, prompt_ablation/)")
     q.add_argument("--out", help="output folder (default ./cfworld-import)")
     q.set_defaults(func=_cmd_cfworld_import)
+    from vrforge.generators.cfworld.draft import add_draft_arguments, add_review_arguments
+
+    q = cfworld.add_parser("draft", help="draft scenarios from the law bank with an LLM (any OpenAI-compatible endpoint); "
+                                         "every draft is checked by code")
+    add_draft_arguments(q)
+    q.set_defaults(func=_cmd_cfworld_draft)
+    export = cfworld.add_parser("review-export", help="write the drafts pending review to a .jsonl or .csv file")
+    review = cfworld.add_parser("review-import", help="apply a reviewed file's decisions (approve / reject / edit) to the drafts")
+    add_review_arguments(export, review)
+    export.set_defaults(func=_cmd_cfworld_review_export)
+    review.set_defaults(func=_cmd_cfworld_review_import)
 
     from vrforge.runners.cfeval_judge import add_judge_arguments, cli_judge
     from vrforge.runners.cfeval_report import add_calibrate_arguments, add_report_arguments, cli_calibrate, cli_report
@@ -273,10 +325,17 @@ def _parser() -> argparse.ArgumentParser:
         add_arguments(q)
         q.set_defaults(func=run)
 
-    from vrforge.runners.vlm_choice import add_arguments as add_choice_arguments  # imports no torch
+    from vrforge.runners.diffusion import add_generate_arguments  # neither imports torch
+    from vrforge.runners.vlm_choice import add_arguments as add_choice_arguments
 
-    p = sub.add_parser("run", help="run models on the benchmarks")
+    p = sub.add_parser("run", help="run models: text-to-image on CF-World, image editing and multiple choice on TACIT")
     run = p.add_subparsers(dest="run_command", required=True)
+    q = run.add_parser("t2i", help="one image per CF-World scenario and level (diffusers)")
+    add_generate_arguments(q, "t2i")
+    q.set_defaults(func=_cmd_run_generate)
+    q = run.add_parser("tacit-generate", help="puzzle image -> answer image, the TACIT generative track (diffusers)")
+    add_generate_arguments(q, "tacit-generate")
+    q.set_defaults(func=_cmd_run_generate)
     q = run.add_parser("tacit-choice", help="a VLM picks among the five options (discriminative track), with circular rotation")
     add_choice_arguments(q)
     q.set_defaults(func=_cmd_run_choice)

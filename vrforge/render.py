@@ -1,8 +1,8 @@
 """SVG -> PNG: walk each SVG once, rasterise it at every requested width, encode.
 
 cairosvg interprets the SVG and cairo rasterises it: cairo's software rasteriser gives the
-same pixels on every run and machine. Every published image is an exact 8-bit palette PNG
-(see ``rasterise_images``); bench/build_throughput.py measures this path against the naive
+same pixels on every run and machine. Images with at most 256 well-separated colours are
+written as exact 8-bit palette PNGs, others as RGB; bench/build_throughput.py measures this path against the naive
 one (cairosvg per size, Pillow's default PNG writer).
 """
 
@@ -23,12 +23,11 @@ from PIL import Image
 
 RESOLUTIONS = (512, 1024, 2048)
 
-# Published images are 8-bit palette PNGs: 2-4x smaller and several times faster to write
-# and read than RGB.
+# Exact palette PNGs are 2-4x smaller and several times faster to write and read than RGB.
 PALETTE_LIMIT = 256
 PALETTE_COMPRESS_LEVEL = 3  # 2048 px: about half the time of level 6 for files ~1.3x larger
 MIN_SEPARATION = 16
-# Other images (gallery sheets) with > 256 colours are written by ``_rgb_png``: rows
+# Images with > 256 colours (anti-aliased drawings) are written by ``_rgb_png``: rows
 # unfiltered, zlib level 3. Pillow tries every PNG filter on every row, which is most of its
 # time: at 2048 px it takes ~110 ms for a file of the same size that this writes in ~35 ms.
 RGB_ZLIB_LEVEL = 3
@@ -41,17 +40,13 @@ def rasterise(svg: str | bytes, widths: Iterable[int]) -> dict[int, np.ndarray]:
 
 
 def rasterise_images(svg: str | bytes, widths: Iterable[int]) -> dict[int, Image.Image]:
-    """Render ``svg`` at each width; returns the published images: palette ("P") Pillow
-    images on white (``convert("RGB")`` for pixels; ``encode_png`` writes them as they are).
+    """Render ``svg`` at each width; returns Pillow images on white: palette ("P") images for
+    crisp drawings, RGB otherwise (``convert("RGB")`` for pixels; ``encode_png`` writes either).
 
     cairosvg walks the SVG once (its per-element Python work is most of the cost at small
     sizes) into a cairo recording surface at the SVG's own size; cairo replays the recorded
     vector commands at each width. A width's pixels never depend on which other widths were
     asked for, so a verifier's reference render matches the build's image exactly.
-
-    Published pixels hold at most 256 colours: an anti-aliased picture is mapped onto its
-    drawing colours and their blends (``_blend_palette``), which looks the same and makes every
-    image an 8-bit palette PNG, 2-4x smaller and faster to write and read than RGB.
     """
     data = svg.encode("utf-8") if isinstance(svg, str) else svg
     return {width: _published(raster, data) for width, raster in raw_rasters(data, widths).items()}
@@ -111,16 +106,17 @@ def encode_png(image: Image.Image | np.ndarray) -> bytes:
 
 
 def _published(image: Image.Image, svg: bytes) -> Image.Image:
-    """The palette image published for the raster ``image``.
+    """The image published for the raster ``image``, pixel for pixel.
 
     A crisp drawing (anti-aliasing off for the whole SVG) holds exactly the colours it names,
-    so mapping onto them is exact; any other picture is mapped onto its drawing colours and
-    their blends. Neither needs a pass to count the image's colours.
+    so it becomes a palette image without a pass to count its colours. An anti-aliased one
+    stays RGB: mapping its edge shades onto a palette shifted the pixel distances between
+    options enough to move the context-blind pickers (graph_isomorphism medoid 0.20 -> 0.33).
     """
     colours = _drawing_colours(svg)
     if _is_crisp(svg) and _well_separated(np.array(colours, dtype=np.uint8)):
         return image.quantize(palette=_palette_image(colours), dither=Image.Dither.NONE)
-    return image.quantize(palette=_blend_palette(colours), dither=Image.Dither.NONE)
+    return image
 
 
 def _is_crisp(svg: bytes) -> bool:
@@ -150,7 +146,6 @@ def _palette_image(colours: Iterable[tuple[int, int, int]]) -> Image.Image:
 _HEX_COLOUR = re.compile(rb"#([0-9a-fA-F]{6}|[0-9a-fA-F]{3})\b")
 _CRISP_ROOT = re.compile(rb"<svg\b[^>]*shape-rendering=\"crispEdges\"")
 WHITE = (255, 255, 255)
-BLEND_LEVELS = 15  # at most this many shades between two drawing colours
 
 
 def _drawing_colours(svg: bytes) -> tuple[tuple[int, int, int], ...]:
@@ -158,31 +153,6 @@ def _drawing_colours(svg: bytes) -> tuple[tuple[int, int, int], ...]:
     found = {tuple(int(h[i:i + 2], 16) for i in (0, 2, 4)) if len(h) == 6 else tuple(int(c, 16) * 17 for c in h.decode())
              for h in _HEX_COLOUR.findall(svg)}
     return tuple(sorted(found | {WHITE}))
-
-
-@lru_cache(maxsize=64)
-def _blend_palette(colours: tuple[tuple[int, int, int], ...]) -> Image.Image:
-    """A palette of the drawing colours and evenly spaced blends between them.
-
-    Anti-aliased edge pixels are blends of two colours, most often a colour and the white
-    ground, so those pairs get up to ``BLEND_LEVELS`` shades and the other pairs share what
-    is left of the 256 entries.
-    """
-    colours = colours[:PALETTE_LIMIT]
-    on_white = [(WHITE, c) for c in colours if c != WHITE]
-    between = [(a, b) for i, a in enumerate(colours) for b in colours[i + 1:] if WHITE not in (a, b)]
-    budget = PALETTE_LIMIT - len(colours)
-    white_levels = min(BLEND_LEVELS, budget // max(1, len(on_white)))
-    other_levels = min(BLEND_LEVELS, (budget - white_levels * len(on_white)) // max(1, len(between)))
-    entries = set(colours)
-    for pairs, levels in ((on_white, white_levels), (between, other_levels)):
-        for a, b in pairs:
-            for step in range(1, levels + 1):
-                t = step / (levels + 1)
-                entries.add(tuple(int(round(x * (1 - t) + y * t)) for x, y in zip(a, b)))
-    ordered = sorted(entries)[:PALETTE_LIMIT]
-    ordered += [ordered[0]] * (PALETTE_LIMIT - len(ordered))  # pad with a real colour, never a stray black
-    return _palette_image(ordered)
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:
