@@ -59,42 +59,22 @@ class CFEvalError(Exception):
 
 
 def load_scenarios(path: str | Path) -> list[Scenario]:
-    """Scenarios sorted by id, from a JSONL file, an import folder (scenarios.jsonl) or the release folder."""
-    path = Path(path)
-    if path.is_dir():
-        if (path / "scenarios.jsonl").is_file():
-            path = path / "scenarios.jsonl"
-        elif (path / "prompt").is_dir():
-            from vrforge.generators.cfworld.importer import ReleaseError, import_release
+    """Scenarios sorted by id, from anything the runners read (``runners.items.read_scenarios``):
+    a JSONL/JSON file, an import folder, a CF-World dataset folder or the official release."""
+    from vrforge.runners.items import ItemsError, read_scenarios
 
-            try:
-                return sorted(import_release(path).scenarios, key=lambda s: s.id)
-            except (ReleaseError, OSError) as exc:
-                raise CFEvalError(f"cannot import the CF-World release at {path}: {exc}") from None
-        else:
-            raise CFEvalError(f"{path}: neither a scenarios.jsonl file, a folder holding one, nor the CF-World release folder")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise CFEvalError(f"no such scenario file: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CFEvalError(f"cannot read {path} ({exc.__class__.__name__})") from None
-    scenarios: dict[str, Scenario] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            scenario = Scenario.from_dict(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise CFEvalError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise CFEvalError(f"{path}:{number}: not a CF-World scenario ({exc.__class__.__name__}: {exc})") from None
-        if scenario.id in scenarios:
-            raise CFEvalError(f"{path}:{number}: scenario id {scenario.id} appears twice")
-        scenarios[scenario.id] = scenario
-    if not scenarios:
+        scenarios = read_scenarios(Path(path))
+    except ItemsError as exc:
+        raise CFEvalError(str(exc)) from None
+    by_id: dict[str, Scenario] = {}
+    for scenario in scenarios:
+        if scenario.id in by_id:
+            raise CFEvalError(f"{path}: scenario id {scenario.id} appears twice")
+        by_id[scenario.id] = scenario
+    if not by_id:
         raise CFEvalError(f"{path} holds no scenarios")
-    return [scenarios[k] for k in sorted(scenarios)]
+    return [by_id[k] for k in sorted(by_id)]
 
 
 def image_path(images_dir: Path, scenario_id: str, level: str) -> Path:

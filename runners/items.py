@@ -121,7 +121,7 @@ def read_scenarios(source: Path) -> list[Scenario]:
     if source.is_dir():
         return _scenarios_from_folder(source)
     if not source.is_file():
-        raise ItemsError(f"no such prompt file or folder: {source}")
+        raise ItemsError(f"no such scenario file or folder: {source}")
     try:
         text = source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
