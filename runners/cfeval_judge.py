@@ -1,4 +1,5 @@
-"""CF-Eval: a VLM judge of generated CF-World images through any OpenAI-compatible endpoint.
+"""CF-Eval: a VLM judge of generated CF-World images through any OpenAI-compatible endpoint or a local
+transformers model (``--backend transformers``, see ``cfeval_local``).
 
 Inputs: CF-World scenarios (a JSONL of scenario dicts, the folder ``vrforge cfworld import``
 wrote, or the official release folder itself) and generated images laid out as
@@ -36,7 +37,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -365,8 +366,11 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
                         help="scenarios JSONL, a `vrforge cfworld import` folder, or the CF-World release folder")
     parser.add_argument("--images", required=True, help="generated images as <images>/<scenario_id>/<level>.png")
     parser.add_argument("--out", help="output folder for results.json and judgements.jsonl (default ./cfeval-<label>)")
-    parser.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
-    parser.add_argument("--model", required=True, help="judge model name as the endpoint knows it")
+    parser.add_argument("--backend", choices=("openai", "transformers"), default="openai",
+                        help="openai: an OpenAI-compatible endpoint (default); transformers: a local vision-language model")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (--backend openai)")
+    parser.add_argument("--model", required=True,
+                        help="judge model: its name at the endpoint, or a hub id / local folder (--backend transformers)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
     parser.add_argument("--label", help="name of the generating model in reports (default: the images folder name)")
     parser.add_argument("--persona", default=None,
@@ -390,6 +394,13 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None, help="sampling seed, where the endpoint supports one")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bar (default: when stderr is a terminal)")
+    local = parser.add_argument_group("transformers backend (greedy decoding, one image at a time)")
+    local.add_argument("--revision", help="model revision (branch, tag or commit)")
+    local.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
+    local.add_argument("--device", default="auto", help="auto (GPUs when present, else CPU), cpu, cuda, cuda:1, ...")
+    local.add_argument("--trust-remote-code", action="store_true", help="allow the model repo's own code to run")
+    local.add_argument("--local-files-only", action="store_true", help="never download; use the local cache or folder")
+    local.add_argument("--max-new-tokens", type=int, default=1024, help="answer length limit in tokens (default 1024)")
 
 
 def _settings_from_args(args: argparse.Namespace) -> JudgeSettings:
@@ -409,12 +420,46 @@ def _settings_from_args(args: argparse.Namespace) -> JudgeSettings:
                          dimension_weights=parse_weights(args.weights), levels=parse_levels(args.levels), workers=args.workers)
 
 
-def cli_judge(args: argparse.Namespace) -> int:
-    """``vrforge cfeval judge``: 0 when every image got a judgement, 1 when some failed, 2 on bad input."""
+def _check_backend_args(args: argparse.Namespace) -> None:
+    if args.backend == "openai":
+        if not args.base_url:
+            raise CFEvalError("--base-url is needed with --backend openai")
+        return
+    if args.base_url:
+        raise CFEvalError("--base-url applies to --backend openai only")
+    if args.temperature != 0 or args.seed is not None:
+        raise CFEvalError("--backend transformers decodes greedily: --temperature and --seed do not apply")
+    if args.max_tokens is not None:
+        raise CFEvalError("--backend transformers: give the answer length as --max-new-tokens")
+
+
+def _make_client(args: argparse.Namespace, cache_dir: Path | None) -> tuple[Any, dict[str, Any]]:
+    """The judge client for ``--backend`` and what results.json says about the judge."""
+    if args.backend == "transformers":
+        from vrforge.runners.cfeval_local import LocalJudgeClient, LocalJudgeConfig
+
+        config = LocalJudgeConfig(model=args.model, revision=args.revision, dtype=args.dtype, device=args.device,
+                                  trust_remote_code=args.trust_remote_code, local_files_only=args.local_files_only,
+                                  max_new_tokens=args.max_new_tokens)
+        info = {"backend": "transformers", "model": args.model, "revision": args.revision, "dtype": args.dtype,
+                "decoding": "greedy", "max_new_tokens": args.max_new_tokens}
+        return LocalJudgeClient(config, cache_dir), info
     from vrforge.openai_client import ChatClient, ChatConfig
 
+    config = ChatConfig(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env, timeout_s=args.timeout,
+                        max_retries=args.max_retries, backoff_s=args.backoff, temperature=args.temperature,
+                        max_tokens=args.max_tokens, seed=args.seed)
+    info = {"model": args.model, "temperature": args.temperature, "seed": args.seed, "max_tokens": args.max_tokens}
+    return ChatClient(config, cache_dir), info
+
+
+def cli_judge(args: argparse.Namespace) -> int:
+    """``vrforge cfeval judge``: 0 when every image got a judgement, 1 when some failed, 2 on bad input."""
     try:
+        _check_backend_args(args)
         settings = _settings_from_args(args)
+        if args.backend == "transformers":
+            settings = replace(settings, workers=1)  # one model generates one answer at a time
         images_dir = Path(args.images)
         if not images_dir.is_dir():
             raise CFEvalError(f"no such images folder: {images_dir}")
@@ -425,23 +470,23 @@ def cli_judge(args: argparse.Namespace) -> int:
             scenarios = scenarios[: args.limit]
         if not scenarios:
             raise CFEvalError("no scenario left to judge after --domain / --limit")
+        label = args.label or images_dir.resolve().name
+        out = Path(args.out) if args.out else Path.cwd() / f"cfeval-{label}"
+        cache_dir = None if args.no_cache else Path(args.cache_dir) if args.cache_dir else out / "cache"
+        client, judge_info = _make_client(args, cache_dir)
     except CFEvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    label = args.label or images_dir.resolve().name
-    out = Path(args.out) if args.out else Path.cwd() / f"cfeval-{label}"
-    cache_dir = None if args.no_cache else Path(args.cache_dir) if args.cache_dir else out / "cache"
-    config = ChatConfig(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env, timeout_s=args.timeout,
-                        max_retries=args.max_retries, backoff_s=args.backoff, temperature=args.temperature,
-                        max_tokens=args.max_tokens, seed=args.seed)
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     try:
-        with ChatClient(config, cache_dir) as client:
+        with client:
             records = judge_run(client, scenarios, images_dir, settings, progress=progress)
     except KeyboardInterrupt:
         print("interrupted: judged answers are cached; run the same command again to resume", file=sys.stderr)
         return 130
-    judge_info = {"model": args.model, "temperature": args.temperature, "seed": args.seed, "max_tokens": args.max_tokens}
+    except CFEvalError as exc:  # the local model could not be loaded
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     results = summarize(records, settings, judge_info, label)
     try:
         results_path, _ = write_outputs(out, records, results)

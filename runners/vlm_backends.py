@@ -35,14 +35,11 @@ class LikelihoodBackend:
     def __init__(self, model: str, *, revision: str | None = None, dtype: str = "auto", device: str = "auto",
                  trust_remote_code: bool = False, local_files_only: bool = False,
                  answer_template: str = "{letter}", normalise: str = "mean") -> None:
-        if dtype not in _DTYPES:
-            raise BackendError(f"--dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
+        check_model_options(model, dtype)
         if normalise not in ("mean", "sum"):
             raise BackendError(f"normalise must be 'mean' or 'sum', got {normalise!r}")
         if "{letter}" not in answer_template:
             raise BackendError(f"--answer-template must contain {{letter}}, got {answer_template!r}")
-        if model.startswith(("/", "./", "../", "~")) and not Path(model).expanduser().is_dir():
-            raise BackendError(f"no such model folder: {model}")
         self.model_id, self.revision, self.dtype_name, self.device = model, revision, dtype, device
         self.trust_remote_code, self.local_files_only = trust_remote_code, local_files_only
         self.answer_template, self.normalise = answer_template, normalise
@@ -53,40 +50,11 @@ class LikelihoodBackend:
         if self.model is not None:
             return
         import torch
-        import transformers
 
         self._torch = torch
-        model = self.model_id
-        common = {"revision": self.revision, "trust_remote_code": self.trust_remote_code,
-                  "local_files_only": self.local_files_only}
-        try:
-            self.processor = transformers.AutoProcessor.from_pretrained(model, **common)
-        except Exception as exc:  # noqa: BLE001 - any loading failure is one line for the user
-            raise BackendError(f"cannot load the processor of {model!r} ({_first_line(exc)})") from None
-        self.tokenizer = getattr(self.processor, "tokenizer", None)
-        if self.tokenizer is None:
-            raise BackendError(f"{model!r}: its processor has no tokenizer (not a vision-language model?)")
-
-        load: dict[str, Any] = dict(common)
-        torch_dtype = self.dtype_name if self.dtype_name == "auto" else getattr(torch, self.dtype_name)
-        # transformers renamed torch_dtype to dtype (4.56); older releases only know the old name.
-        load["dtype" if _transformers_at_least(transformers.__version__, (4, 56)) else "torch_dtype"] = torch_dtype
-        target = self.device
-        if target == "auto":
-            target = "cuda" if torch.cuda.is_available() else "cpu"
-            if target == "cuda" and _has_accelerate():
-                load["device_map"] = "auto"
-        model_class = getattr(transformers, "AutoModelForImageTextToText", None) or transformers.LlavaForConditionalGeneration
-        try:
-            loaded = model_class.from_pretrained(model, **load)
-        except Exception as exc:  # noqa: BLE001
-            raise BackendError(f"cannot load the model {model!r} ({_first_line(exc)})") from None
-        if "device_map" not in load:
-            try:
-                loaded.to(target)
-            except (RuntimeError, ValueError, AssertionError) as exc:
-                raise BackendError(f"cannot move the model to {target!r} ({_first_line(exc)})") from None
-        loaded.eval()
+        self.processor, self.tokenizer, loaded = load_vlm(
+            self.model_id, revision=self.revision, dtype=self.dtype_name, device=self.device,
+            trust_remote_code=self.trust_remote_code, local_files_only=self.local_files_only)
         self.continuations = [self.tokenizer(self.answer_template.format(letter=letter), add_special_tokens=False).input_ids
                               for letter in LETTERS]
         if not all(self.continuations):
@@ -102,12 +70,7 @@ class LikelihoodBackend:
         content: list[dict[str, str]] = []
         for kind, value in question.parts():
             content.append({"type": "image"} if kind == "image" else {"type": "text", "text": value})
-        if getattr(self.processor, "chat_template", None):
-            messages = [{"role": "user", "content": content}]
-            return self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        image_token = getattr(self.processor, "image_token", None) or "<image>"
-        body = "\n".join(image_token if part["type"] == "image" else part["text"] for part in content)
-        return f"USER: {body}\nASSISTANT:"
+        return chat_prompt(self.processor, [{"role": "user", "content": content}])
 
     def answer(self, question: Question) -> Answer:
         self.load()
@@ -180,6 +143,66 @@ class OpenAIBackend:
             return Answer(position=None, error=str(exc))
         text = str(result.data.get("text", ""))
         return Answer(position=parse_choice(text, len(question.options)), raw=text)
+
+
+def check_model_options(model: str, dtype: str) -> None:
+    """The checks that need no loading: a known dtype, and a path-looking model that is a folder."""
+    if dtype not in _DTYPES:
+        raise BackendError(f"--dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
+    if model.startswith(("/", "./", "../", "~")) and not Path(model).expanduser().is_dir():
+        raise BackendError(f"no such model folder: {model}")
+
+
+def load_vlm(model: str, *, revision: str | None = None, dtype: str = "auto", device: str = "auto",
+             trust_remote_code: bool = False, local_files_only: bool = False) -> tuple[Any, Any, Any]:
+    """(processor, tokenizer, model in eval mode) of a transformers vision-language model; BackendError in one line."""
+    import torch
+    import transformers
+
+    check_model_options(model, dtype)
+    common = {"revision": revision, "trust_remote_code": trust_remote_code, "local_files_only": local_files_only}
+    try:
+        processor = transformers.AutoProcessor.from_pretrained(model, **common)
+    except Exception as exc:  # noqa: BLE001 - any loading failure is one line for the user
+        raise BackendError(f"cannot load the processor of {model!r} ({_first_line(exc)})") from None
+    tokenizer = getattr(processor, "tokenizer", None)
+    if tokenizer is None:
+        raise BackendError(f"{model!r}: its processor has no tokenizer (not a vision-language model?)")
+
+    load: dict[str, Any] = dict(common)
+    torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
+    # transformers renamed torch_dtype to dtype (4.56); older releases only know the old name.
+    load["dtype" if _transformers_at_least(transformers.__version__, (4, 56)) else "torch_dtype"] = torch_dtype
+    target = device
+    if target == "auto":
+        target = "cuda" if torch.cuda.is_available() else "cpu"
+        if target == "cuda" and _has_accelerate():
+            load["device_map"] = "auto"
+    model_class = getattr(transformers, "AutoModelForImageTextToText", None) or transformers.LlavaForConditionalGeneration
+    try:
+        loaded = model_class.from_pretrained(model, **load)
+    except Exception as exc:  # noqa: BLE001
+        raise BackendError(f"cannot load the model {model!r} ({_first_line(exc)})") from None
+    if "device_map" not in load:
+        try:
+            loaded.to(target)
+        except (RuntimeError, ValueError, AssertionError) as exc:
+            raise BackendError(f"cannot move the model to {target!r} ({_first_line(exc)})") from None
+    loaded.eval()
+    return processor, tokenizer, loaded
+
+
+def chat_prompt(processor: Any, messages: list[dict[str, Any]]) -> str:
+    """Chat messages (content as lists of ``{"type": "image"}`` / ``{"type": "text"}`` parts) as the prompt text:
+    the model's chat template, or a plain ``ROLE: ...`` / ``ASSISTANT:`` layout when it has none."""
+    if getattr(processor, "chat_template", None):
+        return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    image_token = getattr(processor, "image_token", None) or "<image>"
+    lines = []
+    for message in messages:
+        body = "\n".join(image_token if part["type"] == "image" else part["text"] for part in message["content"])
+        lines.append(f"{message['role'].upper()}: {body}")
+    return "\n".join(lines) + "\nASSISTANT:"
 
 
 def _transformers_at_least(version: str, wanted: tuple[int, int]) -> bool:

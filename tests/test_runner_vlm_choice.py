@@ -17,6 +17,7 @@ pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
 
+from _tiny_vlm import build_tiny_llava  # noqa: E402
 from fakeopenai import FakeOpenAI, HttpError, Refusal  # noqa: E402
 from PIL import Image  # noqa: E402
 
@@ -259,46 +260,12 @@ def test_openai_unreachable_endpoint_stops_with_one_line(dataset, tmp_path, caps
 # --------------------------------------------------------------------------- likelihood backend (tiny LLaVA)
 
 
-CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'].upper() }}: {% for c in m['content'] %}"
-                 "{% if c['type'] == 'image' %}<image> {% else %}{{ c['text'] }} {% endif %}{% endfor %}{% endfor %}"
-                 "{% if add_generation_prompt %}ASSISTANT: {% endif %}")
-
-
 @pytest.fixture(scope="module")
 def tiny_llava(tmp_path_factory) -> Path:
-    """A LLaVA with a 1-layer CLIP vision tower and a 1-layer Llama, random weights, a word-level tokenizer."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import (
-        CLIPImageProcessor,
-        CLIPVisionConfig,
-        LlamaConfig,
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaProcessor,
-        PreTrainedTokenizerFast,
-    )
-
+    """A LLaVA with random weights whose word-level tokenizer knows the question's words."""
     question = Question("maze", b"", (b"",) * 5)
     corpus = [" ".join(text for kind, text in question.parts() if kind == "text"), "USER: ASSISTANT: A B C D E"]
-    tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer.train_from_iterator(corpus, trainers.WordLevelTrainer(special_tokens=["<unk>", "<s>", "</s>", "<pad>", "<image>"]))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
-                                   pad_token="<pad>", extra_special_tokens={"image_token": "<image>"})
-    image_processor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
-    processor = LlavaProcessor(image_processor=image_processor, tokenizer=fast, patch_size=8, num_additional_image_tokens=1,
-                               vision_feature_select_strategy="default", chat_template=CHAT_TEMPLATE)
-    config = LlavaConfig(
-        vision_config=CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                                       image_size=32, patch_size=8),
-        text_config=LlamaConfig(vocab_size=len(fast), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512),
-        image_token_index=fast.convert_tokens_to_ids("<image>"), vision_feature_layer=-1)
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("tiny-llava")
-    LlavaForConditionalGeneration(config).save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+    return build_tiny_llava(tmp_path_factory.mktemp("tiny-llava"), corpus)
 
 
 def test_likelihood_end_to_end_through_the_cli(dataset, tiny_llava, tmp_path):
