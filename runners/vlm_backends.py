@@ -6,7 +6,8 @@
   question; the highest log-likelihood wins. When every continuation is one token, one forward
   pass gives all five scores; otherwise each continuation is scored on its own pass, as the sum
   or per-token mean of its tokens' log-probabilities. The model's own code runs only with
-  ``trust_remote_code=True``.
+  ``trust_remote_code=True``. Its loader (``load_vlm``) and prompt rendering (``chat_prompt``)
+  serve the CF-Eval local judge too.
 - ``OpenAIBackend``: any OpenAI-compatible chat endpoint through ``vrforge.openai_client``;
   images travel as base64 PNG data URLs and the letter is parsed from the text answer. A
   refusal or an empty answer is recorded as no answer; an endpoint that cannot be reached
