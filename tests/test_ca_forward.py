@@ -21,9 +21,9 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 # sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
 SNAPSHOTS = {
-    "easy": "d3188701a8a3597dfd6ce3536af5f3627f6d0f267344e9a9a8c57a4997619bc8",
-    "medium": "f3428382be93bd653d83289f550d0151300a6805644ca7c2ffedc4d4c290bf78",
-    "hard": "ed9613c5afc97406dcca1de7996289a49519cc2eb45558b516f190ffa90f3363",
+    "easy": "3fb80cd15aeb28ef4e36e1d90cc27fe5c21dbe63e494f2cae07b314fcaf86c80",
+    "medium": "d0fc0fb0c40488bd54b4189bf0009feadacabd30fb166e7081f179b01fcfb42f",
+    "hard": "a55b5c7756e795f4961716fc50e9b953aa7b9bbeb73c54b50dbbd8efcc070888",
 }
 
 

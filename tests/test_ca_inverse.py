@@ -21,9 +21,9 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 # sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
 SNAPSHOTS = {
-    "easy": "6b93d2deb6a11b1d939e447eecf795c984e6c9591d5b9cd23ab0e299016ee549",
-    "medium": "1f1d3c3590fbaa83f9adeaa0b444bd80440d056582607649dcec0b851064db26",
-    "hard": "7c20933e8d23928e0f753663ba1b61eb5ad3a3a99aab677745027cd33f81fc42",
+    "easy": "6d106611623a683a18ec358dd788757552cd077ed69214d3eb837728d433e913",
+    "medium": "14c764728a140faac65c8f7a15bb484591cb6900c7778095463c38269105cd5b",
+    "hard": "a41cc137a850c4dad655f91db1e94d674489fcaf07aa0847b312d71afd87a9c6",
 }
 
 

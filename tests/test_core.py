@@ -13,7 +13,7 @@ from PIL import Image
 
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.registry import TaskSpec, all_tasks, get_task, register_task
-from vrforge.render import encode_png, rasterise, rasterise_images, raw_rasters
+from vrforge.render import CRISP_FROM, encode_png, rasterise, rasterise_images, raw_rasters
 from vrforge.seeding import derive_seed, item_rng
 
 SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20" viewBox="0 0 40 20">'
@@ -60,10 +60,23 @@ def test_rasterise_sizes_and_determinism():
 def test_published_pixels_are_the_rasters_and_crisp_drawings_become_palette_images():
     crisp = SVG.replace("<svg ", '<svg shape-rendering="crispEdges" ', 1).encode()
     for svg, mode in ((crisp, "P"), (SVG.encode(), "RGB")):
-        raw = raw_rasters(svg, (512, 2048))
-        for width, image in rasterise_images(svg, (512, 2048)).items():
+        raw = raw_rasters(svg, (512, 1024))
+        for width, image in rasterise_images(svg, (512, 1024)).items():
             assert image.mode == mode
             assert np.array_equal(np.asarray(image.convert("RGB")), np.asarray(raw[width]))
+
+
+def test_large_images_are_rendered_crisp_and_stored_exactly_even_with_close_colours():
+    # Two greys 3 apart: Pillow's palette mapping alone would merge them.
+    close = SVG.replace('fill="#1976d2"', 'fill="#808080"').replace('stroke="#c62828"', 'stroke="#838383"').encode()
+    for svg in (SVG.encode(), close):
+        image = rasterise_images(svg, (CRISP_FROM,))[CRISP_FROM]
+        assert image.mode == "P"
+        raw = raw_rasters(svg.replace(b"<svg ", b'<svg shape-rendering="crispEdges" ', 1), (CRISP_FROM,))[CRISP_FROM]
+        assert np.array_equal(np.asarray(image.convert("RGB")), np.asarray(raw))
+        assert len(raw.getcolors(256)) == 3  # white and the two drawing colours, no anti-aliasing shades
+        decoded = Image.open(io.BytesIO(encode_png(image))).convert("RGB")
+        assert np.array_equal(np.asarray(decoded), np.asarray(raw))
 
 
 def test_encode_png_is_lossless_and_deterministic():

@@ -25,9 +25,9 @@ RESOLUTIONS = (512, 1024, 2048)
 DIFFICULTIES = ("easy", "medium", "hard")
 # sha256 of the 512 px solution PNG for item_rng(0), per difficulty (crisp rendering: exact pixels).
 SNAPSHOTS = {
-    "easy": "1deb35e805d2b3f4d0faa5662aa9b081f458cc520f7aebd980c97dfe39ae28a0",
-    "medium": "521ff56124453ff93472bfc0a0ec5c6f6e0bb3ae3f4cc70c80c4449a04454f43",
-    "hard": "5d3104fccc50d9fe890c1c701eb6b28075a4acb25024c89ca6f5dca86ebb481d",
+    "easy": "3951c1ef554561993791753a2f7c2b6f8344d9eb6e4a84923b69906c1e0e1f39",
+    "medium": "f37aa66e56ab1d316c6a005847a8db7f802dffd4d2ffeb518bcac8adce3ca59c",
+    "hard": "fc7f3330139dd932f69a3b20623be7ed7eb8768f73dd4eb5ca6be8b68ed14818",
 }
 
 

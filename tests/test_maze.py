@@ -138,9 +138,9 @@ def test_generation_is_deterministic():
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
 # drawing or encoding changes these.
 SNAPSHOTS = {
-    "easy": "d5e366ea3a91cbc19aa24a2ff61da731efdb42fed20753cebb103ad8f516f08d",
-    "medium": "7fd9ca805cd54e3665100bf4d9b1ea14cf8bca35569fd292806b188b87572ccf",
-    "hard": "d6943c26c615b4bb5f65ca83b6db7ee9bdb4cbf4dcae3d013c23ea365c712565",
+    "easy": "00157acddf4b30e0340d30aea25e2ea9053a94bd1b0d2bddef4134febc7efd80",
+    "medium": "3b26f66df00be7143084be84712e801b49d58f783b2b0d4d202c51e0f3309cf0",
+    "hard": "b0f36c042a95deb0df94c68c30e334525c7fdaec42bf58f436550f50999fd23a",
 }
 
 
