@@ -72,7 +72,8 @@ def card_configs(card: str) -> dict[str, dict[str, str]]:
 
 
 def _audit_shard(job: tuple[str, bool]) -> dict[str, Any]:
-    """Every per-row check for one parquet file, plus (``with_picks``) the picker choices."""
+    """Every per-row check for one parquet file; in the smallest resolution's files
+    (``with_picks``) also the options' pairwise difference and the picker choices."""
     path, with_picks = job
     failures: list[str] = []
     picks: list[tuple[str, dict[str, int], int]] = []
@@ -103,11 +104,11 @@ def _audit_shard(job: tuple[str, bool]) -> dict[str, Any]:
             failed = spec.verify(meta, image).failed
             if failed != [name]:
                 failures.append(f"{rid}: distractor '{name}' fails {failed or 'nothing'}")
-        options = list(distractors)
-        options.insert(row["answer_index"], solution)
-        if len({hashlib.sha256(o.tobytes()).digest() for o in options}) != len(options):
-            failures.append(f"{rid}: two options are identical pixels")
-        if with_picks:
+        if with_picks:  # the smallest resolution: options that differ there differ everywhere
+            options = list(distractors)
+            options.insert(row["answer_index"], solution)
+            if len({hashlib.sha256(o.tobytes()).digest() for o in options}) != len(options):
+                failures.append(f"{rid}: two options are identical pixels")
             picks.append((row["task"], pick_all(options), row["answer_index"]))
     return {"path": path, "rows": rows, "failures": failures, "picks": picks}
 

@@ -315,7 +315,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cfeval", help="CF-Eval: judge CF-World images with a VLM, report PRR/RRR, calibrate the gate")
     cfeval = p.add_subparsers(dest="cfeval_command", required=True)
     for name, help_text, add_arguments, run in (
-        ("judge", "score <images>/<scenario_id>/<level>.png with a VLM judge (an OpenAI-compatible endpoint or a local transformers model)",
+        ("judge", "score <images>/<scenario_id>/<level>.png with a VLM judge (OpenAI-compatible endpoint or local transformers)",
          add_judge_arguments, cli_judge),
         ("report", "the paper-style table (L1, L2, L3, PRR, RRR per judge), per-domain tables, judge agreement, plot",
          add_report_arguments, cli_report),

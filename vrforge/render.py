@@ -145,11 +145,13 @@ def _indexed(image: Image.Image, colours: tuple[tuple[int, int, int], ...]) -> I
     """``image``, which holds only ``colours``, as a palette image with exactly those colours.
 
     Pillow maps pixels onto a palette through a reduced-precision cache, exact only for
-    colours >= MIN_SEPARATION apart. So each channel's values are first spread evenly over
+    colours >= MIN_SEPARATION apart. Closer colours get each channel's values spread evenly over
     0..255 (a per-channel lookup keeps distinct colours distinct and puts them >= 17 apart),
     mapped there, and the palette then names the original colours. None when a channel has
     more than 16 values.
     """
+    if _well_separated(np.array(colours, dtype=np.uint8)):
+        return image.quantize(palette=_palette_image(colours), dither=Image.Dither.NONE)
     tables = []
     for channel in range(3):
         values = sorted({colour[channel] for colour in colours})
