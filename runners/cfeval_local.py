@@ -37,7 +37,7 @@ from typing import Any
 
 import jsonschema
 
-from vrforge.openai_client import ChatError, ChatResult, Usage, canonical_json, strip_fences
+from vrforge.openai_client import ChatError, ChatResult, Usage, answer_problem, canonical_json, strip_fences
 from vrforge.runners.cfeval_judge import CFEvalError
 
 CACHE_FORMAT = 1
@@ -111,16 +111,10 @@ def first_json_object(text: str) -> dict:
 
 
 def check_data(data: dict, validator: Any, validate: Callable[[dict], Any] | None) -> dict:
-    """The endpoint path's checks: the schema, then the caller's check (ValueError rejects)."""
-    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
-    if error is not None:
-        where = "/".join(str(part) for part in error.absolute_path) or "(root)"
-        raise ChatError("invalid", f"answer violates the schema at {where}: {error.message}")
-    if validate is not None:
-        try:
-            validate(data)
-        except ValueError as exc:
-            raise ChatError("invalid", f"answer rejected: {exc}") from None
+    """The endpoint path's checks (``answer_problem``), as a ChatError."""
+    problem = answer_problem(data, validator, validate)
+    if problem:
+        raise ChatError("invalid", problem)
     return data
 
 

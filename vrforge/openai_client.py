@@ -129,6 +129,21 @@ def strip_fences(text: str) -> str:
     return match.group(1) if match else text
 
 
+def answer_problem(data: dict, validator: Any, validate: Callable[[dict], Any] | None) -> str | None:
+    """Why a parsed answer is unusable (the schema first, then the caller's check, whose
+    ValueError rejects), or None. Shared by every client that asks for JSON answers."""
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path) or "(root)"
+        return f"answer violates the schema at {where}: {error.message}"
+    if validate is not None:
+        try:
+            validate(data)
+        except ValueError as exc:
+            return f"answer rejected: {exc}"
+    return None
+
+
 def _one_line(text: str) -> str:
     line = " ".join(str(text).split())
     return line if len(line) <= _MAX_REASON else line[: _MAX_REASON - 3] + "..."
@@ -260,15 +275,9 @@ class ChatClient:
             raise _AttemptFailed("malformed", f"answer is not JSON ({exc.msg} at char {exc.pos}): {content[:80]!r}") from None
         if not isinstance(data, dict):
             raise _AttemptFailed("malformed", f"answer is JSON {type(data).__name__}, not an object")
-        error = jsonschema.exceptions.best_match(validator.iter_errors(data))
-        if error is not None:
-            where = "/".join(str(part) for part in error.absolute_path) or "(root)"
-            raise _AttemptFailed("invalid", f"answer violates the schema at {where}: {error.message}")
-        if validate is not None:
-            try:
-                validate(data)
-            except ValueError as exc:
-                raise _AttemptFailed("invalid", f"answer rejected: {exc}") from None
+        problem = answer_problem(data, validator, validate)
+        if problem:
+            raise _AttemptFailed("invalid", problem)
         return data
 
     # -- cache ------------------------------------------------------------------------------------
