@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import sys
-import tomllib
 from collections import Counter
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -31,6 +30,7 @@ import yaml
 
 import vrforge
 from vrforge.builds.fileio import sha256_file, temporary_path, write_bytes_atomic, write_json_atomic
+from vrforge.builds.recipe import RecipeError, read_recipe_toml
 from vrforge.schemas.cfworld import Scenario, cfworld_features, scenario_schema_errors
 from vrforge.schemas.cfworld_probes import (
     AttributeProbe,
@@ -82,8 +82,8 @@ def recipe_kind(path: str | Path) -> str:
     """``cfworld`` when the TOML file says ``kind = "cfworld"``, else ``tacit`` (also when unreadable:
     the TACIT loader then reports the problem)."""
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = read_recipe_toml(path)
+    except RecipeError:
         return "tacit"
     return KIND if data.get("kind") == KIND else "tacit"
 
@@ -91,15 +91,9 @@ def recipe_kind(path: str | Path) -> str:
 def load_cfworld_recipe(path: str | Path) -> CfworldRecipe:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CfworldBuildError(f"recipe not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CfworldBuildError(f"cannot read recipe {path}: {exc}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CfworldBuildError(f"{path}: invalid TOML: {exc}") from None
+        data = read_recipe_toml(path)
+    except RecipeError as exc:
+        raise CfworldBuildError(str(exc)) from None
     return parse_cfworld_recipe(data, path)
 
 

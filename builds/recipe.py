@@ -85,7 +85,8 @@ def _positive_int(value: Any, where: str) -> int:
     return value
 
 
-def load_recipe(path: str | Path) -> Recipe:
+def read_recipe_toml(path: str | Path) -> dict[str, Any]:
+    """A recipe file's TOML table; RecipeError (one line) when it is missing, unreadable or not TOML."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -94,10 +95,13 @@ def load_recipe(path: str | Path) -> Recipe:
     except (OSError, UnicodeDecodeError) as exc:
         raise RecipeError(f"cannot read recipe {path}: {exc}") from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RecipeError(f"{path}: invalid TOML: {exc}") from None
-    return parse_recipe(data, str(path))
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    return parse_recipe(read_recipe_toml(path), str(path))
 
 
 def parse_recipe(data: dict[str, Any], source: str = "recipe") -> Recipe:
