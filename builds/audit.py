@@ -51,6 +51,16 @@ def chi_square_uniform(counts: list[int]) -> tuple[float, float]:
     return statistic, math.exp(-statistic / 2) * (1 + statistic / 2)
 
 
+def manifest_file_problems(folder: Path, manifest: dict[str, Any]) -> list[str]:
+    """Every file of a release folder against the manifest: missing, unlisted, changed."""
+    listed = manifest.get("files", {})
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {"manifest.json", "audit.json"}
+    return ([f"missing file {name}" for name in sorted(set(listed) - present)]
+            + [f"file not in manifest: {name}" for name in sorted(present - set(listed))]
+            + [f"sha256 mismatch: {name}" for name in sorted(set(listed) & present)
+               if sha256_file(folder / name) != listed[name]["sha256"]])
+
+
 def card_metadata(card: str) -> dict[str, Any]:
     """The card's YAML front matter."""
     match = re.match(r"^---\n(.*?)\n---\n", card, re.S)
@@ -121,16 +131,7 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     problems: list[str] = []
 
-    # Files against the manifest.
-    listed = manifest.get("files", {})
-    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {"manifest.json", "audit.json"}
-    for name in sorted(set(listed) - present):
-        problems.append(f"missing file {name}")
-    for name in sorted(present - set(listed)):
-        problems.append(f"file not in manifest: {name}")
-    for name in sorted(set(listed) & present):
-        if sha256_file(folder / name) != listed[name]["sha256"]:
-            problems.append(f"sha256 mismatch: {name}")
+    problems += manifest_file_problems(folder, manifest)
 
     # The card: configs, data_files globs, features and split sizes against the files.
     card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").exists() else ""
@@ -210,7 +211,7 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
         "passed": not problems and not row_failures,
         "manifest_sha256": sha256_file(manifest_path),
         "config_hash": manifest.get("config_hash"),
-        "files_checked": len(listed),
+        "files_checked": len(manifest.get("files", {})),
         "rows_checked": rows_checked,
         "row_failures": len(row_failures),
         "row_failure_examples": row_failures[:MAX_LISTED_FAILURES],

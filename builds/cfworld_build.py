@@ -389,7 +389,7 @@ def audit_cfworld(folder: Path) -> dict[str, Any]:
     """Re-check a built CF-World folder from its files alone and write ``audit.json`` (what
     ``vrforge publish`` requires): files against the manifest's sha256, the card's configs,
     features and split sizes against the parquet files and the manifest, and every row's own checks."""
-    from vrforge.builds.audit import AuditError, card_configs
+    from vrforge.builds.audit import AuditError, card_configs, manifest_file_problems
     from vrforge.builds.audit import card_metadata as read_card_metadata
 
     folder = Path(folder)
@@ -397,13 +397,7 @@ def audit_cfworld(folder: Path) -> dict[str, Any]:
     if not manifest_path.exists():
         raise CfworldBuildError(f"{folder} has no manifest.json (not a built dataset folder)")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    problems: list[str] = []
-    listed = manifest.get("files", {})
-    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {"manifest.json", "audit.json"}
-    problems += [f"missing file {name}" for name in sorted(set(listed) - present)]
-    problems += [f"file not in manifest: {name}" for name in sorted(present - set(listed))]
-    problems += [f"sha256 mismatch: {name}" for name in sorted(set(listed) & present)
-                 if sha256_file(folder / name) != listed[name]["sha256"]]
+    problems = manifest_file_problems(folder, manifest)
     card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").exists() else ""
     try:
         metadata, configs = (read_card_metadata(card), card_configs(card)) if card else ({}, {})
@@ -436,7 +430,8 @@ def audit_cfworld(folder: Path) -> dict[str, Any]:
                 problems.append(f"{config}/{split}: repeated ids")
             problems += [f"{config}/{row.get('id')}: {p}" for row in rows for p in _row_problems(config, row)][:50]
     report = {"passed": not problems, "kind": KIND, "manifest_sha256": sha256_file(manifest_path),
-              "config_hash": manifest.get("config_hash"), "files_checked": len(listed), "rows_checked": rows_checked,
+              "config_hash": manifest.get("config_hash"), "files_checked": len(manifest.get("files", {})),
+              "rows_checked": rows_checked,
               "problems": problems}
     write_json_atomic(folder / "audit.json", report)
     return report
