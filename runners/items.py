@@ -209,24 +209,13 @@ def tacit_items(dataset: str | Path, resolution: int | None = None, tasks: Seque
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from vrforge.runners.scoring import DIFFICULTY_ORDER, MAIN_RESOLUTION, dataset_configs, output_name
+    from vrforge.runners.scoring import DIFFICULTY_ORDER, ScoringError, chosen_configs, output_name
 
     folder = Path(dataset)
-    if not folder.is_dir():
-        raise ItemsError(f"no such dataset folder: {folder}")
-    configs = dataset_configs(folder)
-    if not configs:
-        raise ItemsError(f"{folder} has no data/<config>/ parquet folders (not a built TACIT dataset folder)")
-    if resolution is None:
-        resolution = MAIN_RESOLUTION if MAIN_RESOLUTION in configs else min(configs)
-    if resolution not in configs:
-        raise ItemsError(f"{folder} has no {resolution} px configs (found: {', '.join(f'{r} px' for r in sorted(configs))})")
-    chosen = configs[resolution]
-    if tasks:
-        missing = [t for t in tasks if t not in chosen]
-        if missing:
-            raise ItemsError(f"task(s) not in {folder}: {', '.join(missing)} (present: {', '.join(sorted(chosen))})")
-        chosen = {t: chosen[t] for t in tasks}
+    try:
+        chosen = chosen_configs(folder, resolution, tasks)
+    except ScoringError as exc:
+        raise ItemsError(str(exc)) from None
 
     rows: list[dict[str, Any]] = []
     for task in sorted(chosen):

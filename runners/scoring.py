@@ -123,6 +123,28 @@ def dataset_configs(dataset_dir: Path) -> dict[int, dict[str, Path]]:
     return dict(found)
 
 
+def chosen_configs(folder: Path, resolution: int | None, tasks: Sequence[str] | None) -> dict[str, Path]:
+    """task -> config folder of a built TACIT dataset at ``resolution`` (None: the main
+    resolution when present, else the smallest), limited to ``tasks``; ScoringError otherwise."""
+    if not folder.is_dir():
+        raise ScoringError(f"no such dataset folder: {folder}")
+    configs = dataset_configs(folder)
+    if not configs:
+        raise ScoringError(f"{folder} has no data/<config>/ parquet folders (not a built dataset folder)")
+    if resolution is None:
+        resolution = MAIN_RESOLUTION if MAIN_RESOLUTION in configs else min(configs)
+    if resolution not in configs:
+        raise ScoringError(f"{folder} has no {resolution} px configs (found: {', '.join(f'{r} px' for r in sorted(configs))})")
+    chosen = configs[resolution]
+    if tasks:
+        unknown = [t for t in tasks if t not in chosen]
+        if unknown:
+            raise ScoringError(f"task(s) not in {folder} at {resolution} px: {', '.join(unknown)} "
+                               f"(present: {', '.join(sorted(chosen))})")
+        chosen = {t: chosen[t] for t in tasks}
+    return chosen
+
+
 def read_rows(dataset_dir: str | Path, config_resolution: int | None = MAIN_RESOLUTION,
               tasks: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """The dataset's rows (id, task, difficulty, index, meta, answer_index) without any image.
@@ -134,23 +156,7 @@ def read_rows(dataset_dir: str | Path, config_resolution: int | None = MAIN_RESO
     import pyarrow.parquet as pq
 
     folder = Path(dataset_dir)
-    if not folder.is_dir():
-        raise ScoringError(f"no such dataset folder: {folder}")
-    configs = dataset_configs(folder)
-    if not configs:
-        raise ScoringError(f"{folder} has no data/<config>/ parquet folders (not a built dataset folder)")
-    if config_resolution is None:
-        config_resolution = MAIN_RESOLUTION if MAIN_RESOLUTION in configs else min(configs)
-    if config_resolution not in configs:
-        raise ScoringError(f"{folder} has no {config_resolution} px configs (found: "
-                           f"{', '.join(f'{r} px' for r in sorted(configs))})")
-    chosen = configs[config_resolution]
-    if tasks is not None:
-        unknown = [t for t in tasks if t not in chosen]
-        if unknown:
-            raise ScoringError(f"task(s) not in {folder} at {config_resolution} px: {', '.join(unknown)} "
-                               f"(present: {', '.join(sorted(chosen))})")
-        chosen = {t: chosen[t] for t in tasks}
+    chosen = chosen_configs(folder, config_resolution, tasks)
     rows: list[dict[str, Any]] = []
     for task in sorted(chosen):
         shards = sorted(chosen[task].glob("*.parquet"))
