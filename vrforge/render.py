@@ -58,13 +58,11 @@ def rasterise_images(svg: str | bytes, widths: Iterable[int]) -> dict[int, Image
     """
     data = svg.encode("utf-8") if isinstance(svg, str) else svg
     widths = list(widths)
-    small = [w for w in widths if w < CRISP_FROM]
-    large = [w for w in widths if w >= CRISP_FROM]
-    rasters = raw_rasters(data, small) if small else {}
-    if large:
-        crisp = _crisp(data)
-        rasters |= {w: _published(image, crisp) for w, image in raw_rasters(crisp, large).items()}
-    return {width: rasters[width] if width in large else _published(rasters[width], data) for width in widths}
+    out: dict[int, Image.Image] = {}
+    for source, chosen in ((data, [w for w in widths if w < CRISP_FROM]), (_crisp(data), [w for w in widths if w >= CRISP_FROM])):
+        if chosen:
+            out |= {width: _published(image, source) for width, image in raw_rasters(source, chosen).items()}
+    return {width: out[width] for width in widths}
 
 
 def _crisp(svg: bytes) -> bytes:
