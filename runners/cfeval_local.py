@@ -27,8 +27,6 @@ import base64
 import hashlib
 import io
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +35,7 @@ from typing import Any
 
 import jsonschema
 
-from vrforge.openai_client import ChatError, ChatResult, Usage, answer_problem, canonical_json, strip_fences
+from vrforge.openai_client import ChatError, ChatResult, Usage, answer_problem, canonical_json, strip_fences, write_cache_entry
 from vrforge.runners.cfeval_judge import CFEvalError
 
 CACHE_FORMAT = 1
@@ -254,15 +252,5 @@ class LocalJudgeClient:
 
     def _write_cache(self, digest: str, entry: dict[str, Any]) -> None:
         path = self._cache_path(digest)
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        payload = (json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-        handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as out:
-                out.write(payload)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        if path is not None:
+            write_cache_entry(path, entry)

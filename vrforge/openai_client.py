@@ -144,6 +144,23 @@ def answer_problem(data: dict, validator: Any, validate: Callable[[dict], Any] |
     return None
 
 
+def write_cache_entry(path: Path, entry: dict) -> None:
+    """One cached answer as JSON, written atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = (json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+    # A unique hidden name per writer: two threads answering the same request never share a temp file.
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(payload)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _one_line(text: str) -> str:
     line = " ".join(str(text).split())
     return line if len(line) <= _MAX_REASON else line[: _MAX_REASON - 3] + "..."
@@ -303,21 +320,8 @@ class ChatClient:
 
     def _write_cache(self, digest: str, entry: dict) -> None:
         path = self._cache_path(digest)
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        payload = (json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-        # A unique hidden name per writer: two threads answering the same request never share a temp file.
-        handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as out:
-                out.write(payload)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        if path is not None:
+            write_cache_entry(path, entry)
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
