@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import yaml
 from tqdm import tqdm
 
+from vrforge.buffers import reuse_large_buffers
 from vrforge.builds.fileio import sha256_file, write_json_atomic
 from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
 from vrforge.imageio import UnusableImage, load_rgb
@@ -81,46 +82,61 @@ def card_configs(card: str) -> dict[str, dict[str, str]]:
             for c in card_metadata(card).get("configs", [])}
 
 
-def _audit_shard(job: tuple[str, bool]) -> dict[str, Any]:
-    """Every per-row check for one parquet file; in the smallest resolution's files
-    (``with_picks``) also the options' pairwise difference and the picker choices."""
-    path, with_picks = job
+def _audit_shard(job: list[tuple[str, bool]]) -> dict[str, Any]:
+    """Every per-row check for one shard: its parquet files, one per resolution, read side by side
+    (the same puzzles in the same order), so each puzzle's meta is parsed and validated once. In
+    the smallest resolution's file (``True``) also the options' pairwise difference and the picks."""
     failures: list[str] = []
     picks: list[tuple[str, dict[str, int], int]] = []
-    rows = 0
-    table = pq.read_table(path)
-    for row in table.to_pylist():
-        rows += 1
-        rid = row["id"]
-        try:
-            spec = get_task(row["task"])
-        except UnknownTask:
-            failures.append(f"{rid}: unknown task {row['task']!r}")
+    tables = [(pq.read_table(path), with_picks) for path, with_picks in job]
+    counts = {table.num_rows for table, _ in tables}
+    if len(counts) > 1:
+        failures.append(f"{', '.join(path for path, _ in job)}: resolutions hold {sorted(counts)} rows")
+    rows = sum(table.num_rows for table, _ in tables)
+    for position in range(min(counts)):
+        versions = [(table.slice(position, 1).to_pylist()[0], with_picks) for table, with_picks in tables]
+        first = versions[0][0]
+        rid = first["id"]
+        if any(row["id"] != rid or row["meta"] != first["meta"] for row, _ in versions):
+            failures.append(f"{rid}: the resolutions of this row differ in id or meta")
             continue
-        meta = json.loads(row["meta"])
-        errors = meta_errors(row["task"], meta)
+        try:
+            spec = get_task(first["task"])
+        except UnknownTask:
+            failures.append(f"{rid}: unknown task {first['task']!r}")
+            continue
+        meta = json.loads(first["meta"])
+        errors = meta_errors(first["task"], meta)
         if errors:
             failures.append(f"{rid}: meta does not match its schema ({errors[0]})")
-        try:  # each image is decoded once, then verified, compared and (maybe) picked from
-            solution = load_rgb(row["solution"]["bytes"])
-            distractors = [load_rgb(d["bytes"]) for d in row["distractors"]]
-        except UnusableImage as exc:
-            failures.append(f"{rid}: an option image cannot be read ({exc})")
-            continue
-        verdict = spec.verify(meta, solution)
-        if not verdict.passed:
-            failures.append(f"{rid}: solution fails ({verdict.reason})")
-        for image, name in zip(distractors, row["distractor_violations"]):
-            failed = spec.verify(meta, image).failed
-            if failed != [name]:
-                failures.append(f"{rid}: distractor '{name}' fails {failed or 'nothing'}")
-        if with_picks:  # the smallest resolution: options that differ there differ everywhere
-            options = list(distractors)
-            options.insert(row["answer_index"], solution)
-            if len({hashlib.sha256(o.tobytes()).digest() for o in options}) != len(options):
-                failures.append(f"{rid}: two options are identical pixels")
-            picks.append((row["task"], pick_all(options), row["answer_index"]))
-    return {"path": path, "rows": rows, "failures": failures, "picks": picks}
+        for row, with_picks in versions:
+            failures += _row_failures(spec, meta, row, picks if with_picks else None)
+    return {"rows": rows, "failures": failures, "picks": picks}
+
+
+def _row_failures(spec: Any, meta: dict[str, Any], row: dict[str, Any],
+                  picks: list[tuple[str, dict[str, int], int]] | None) -> list[str]:
+    """The verifier checks of one row's images; with ``picks``, also the options' difference and the picks."""
+    rid, failures = row["id"], []
+    try:  # each image is decoded once, then verified, compared and (maybe) picked from
+        solution = load_rgb(row["solution"]["bytes"])
+        distractors = [load_rgb(d["bytes"]) for d in row["distractors"]]
+    except UnusableImage as exc:
+        return [f"{rid}: an option image cannot be read ({exc})"]
+    verdict = spec.verify(meta, solution)
+    if not verdict.passed:
+        failures.append(f"{rid}: solution fails at {solution.shape[1]} px ({verdict.reason})")
+    for image, name in zip(distractors, row["distractor_violations"]):
+        failed = spec.verify(meta, image).failed
+        if failed != [name]:
+            failures.append(f"{rid}: distractor '{name}' fails {failed or 'nothing'} at {image.shape[1]} px")
+    if picks is not None:  # the smallest resolution: options that differ there differ everywhere
+        options = list(distractors)
+        options.insert(row["answer_index"], solution)
+        if len({hashlib.sha256(o.tobytes()).digest() for o in options}) != len(options):
+            failures.append(f"{rid}: two options are identical pixels")
+        picks.append((row["task"], pick_all(options), row["answer_index"]))
+    return failures
 
 
 def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, Any]:
@@ -167,19 +183,15 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
             if counted.get(config, {}).get(split) != count:
                 problems.append(f"{config}/{split}: {counted.get(config, {}).get(split)} rows, manifest says {count}")
 
-    # Every row, every resolution.
-    smallest_configs = _smallest_resolution_configs(manifest)
-    jobs = [(str(p), p.parent.name in smallest_configs) for files in shard_paths.values() for p in files]
-    results = _map(_audit_shard, jobs, workers, progress)
+    # Every row, every resolution: one job per shard, its resolutions side by side.
+    results = _map(_audit_shard, _shard_jobs(manifest, shard_paths), workers, progress)
     row_failures = [f for r in results for f in r["failures"]]
     choices: dict[str, list[dict[str, int]]] = defaultdict(list)
     answers: dict[str, list[int]] = defaultdict(list)
     for result in results:
-        config = Path(result["path"]).parent.name
-        if config in smallest_configs:
-            for task, pick, answer in result["picks"]:
-                choices[task].append(pick)
-                answers[task].append(answer)
+        for task, pick, answer in result["picks"]:
+            choices[task].append(pick)
+            answers[task].append(answer)
 
     pickers = {task: picker_accuracy(choices[task], answers[task]) for task in sorted(choices)}
     for task, accuracy in pickers.items():
@@ -226,13 +238,22 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
     return report
 
 
-def _smallest_resolution_configs(manifest: dict[str, Any]) -> set[str]:
-    """Pickers are measured once per puzzle, on the smallest resolution."""
+def _shard_jobs(manifest: dict[str, Any], shard_paths: dict[str, list[Path]]) -> list[list[tuple[str, bool]]]:
+    """The card's parquet files grouped by shard: a task's files of one name (``hard-00001-of-00002``)
+    across its resolution configs, each marked True when it is the smallest resolution's, where
+    pickers are measured once per puzzle. A file of a config the recipe does not name stands alone."""
     from vrforge.builds.plan import config_name
 
     recipe = manifest.get("recipe", {})
-    smallest = min(recipe.get("resolutions", [1024]))
-    return {config_name(task, smallest) for task in recipe.get("tasks", {})}
+    resolutions = sorted(recipe.get("resolutions", [1024]))
+    owner = {config_name(task, res): (task, res) for task in recipe.get("tasks", {}) for res in resolutions}
+    groups: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
+    for key, files in shard_paths.items():
+        config = key.split("/")[0]
+        for path in files:
+            task, res = owner.get(config, (config, -1))
+            groups[(task, path.name if res >= 0 else str(path))].append((res, str(path)))
+    return [[(path, res == resolutions[0]) for res, path in sorted(members)] for _, members in sorted(groups.items())]
 
 
 def _map(function, items: list, workers: int, progress: bool) -> list[dict[str, Any]]:
@@ -240,11 +261,12 @@ def _map(function, items: list, workers: int, progress: bool) -> list[dict[str, 
     results = []
     try:
         if workers <= 1:
+            reuse_large_buffers()
             for item in items:
                 results.append(function(item))
                 bar.update(1)
         else:
-            with multiprocessing.get_context("forkserver").Pool(workers) as pool:
+            with multiprocessing.get_context("forkserver").Pool(workers, initializer=reuse_large_buffers) as pool:
                 for result in pool.imap(function, items):
                     results.append(result)
                     bar.update(1)

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 import vrforge
+from vrforge.buffers import reuse_large_buffers
 from vrforge.builds.fileio import sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.builds.item import STAGES, BuiltItem, build_item
 from vrforge.builds.plan import MAIN_RESOLUTION, PlanItem, Shard, config_name, plan_shards
@@ -135,11 +136,12 @@ def _write_shard(out: Path, shard: Shard, recipe: Recipe, results: Iterator[Buil
 def _results(items: list[PlanItem], resolutions: tuple[int, ...], config_hash: str, workers: int) -> Iterator[BuiltItem]:
     """Built items in plan order; with workers > 1 a bounded window runs ahead in a pool."""
     if workers <= 1:
+        reuse_large_buffers()
         for item in items:
             yield build_item(item, resolutions, config_hash)
         return
     context = multiprocessing.get_context("forkserver")
-    pool = context.Pool(workers, initializer=_ignore_sigint)
+    pool = context.Pool(workers, initializer=_init_worker)
     try:
         source = iter(items)
         pending = deque(pool.apply_async(build_item, (item, resolutions, config_hash))
@@ -154,8 +156,9 @@ def _results(items: list[PlanItem], resolutions: tuple[int, ...], config_hash: s
         pool.join()
 
 
-def _ignore_sigint() -> None:
+def _init_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
+    reuse_large_buffers()
 
 
 def _finish(recipe: Recipe, out: Path, config_hash: str, shards: list[Shard], progress: bool) -> None:

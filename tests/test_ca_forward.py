@@ -21,9 +21,9 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 # sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
 SNAPSHOTS = {
-    "easy": "3fb80cd15aeb28ef4e36e1d90cc27fe5c21dbe63e494f2cae07b314fcaf86c80",
-    "medium": "d0fc0fb0c40488bd54b4189bf0009feadacabd30fb166e7081f179b01fcfb42f",
-    "hard": "a55b5c7756e795f4961716fc50e9b953aa7b9bbeb73c54b50dbbd8efcc070888",
+    "easy": "fac58184fb7faf41dbc94773c8ad0cce4b02ee99c227ef4d35471c8bcbf1bde5",
+    "medium": "3dd53ef159b6072f89b939a7284a07b50698dc6ebea4f0fc9150ced27aa765b1",
+    "hard": "53f72e9b9046255ad4ae7bafc89e1762139806a85fe6cac09b9570e17a64a195",
 }
 
 

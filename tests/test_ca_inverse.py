@@ -21,9 +21,9 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 # sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
 SNAPSHOTS = {
-    "easy": "6d106611623a683a18ec358dd788757552cd077ed69214d3eb837728d433e913",
-    "medium": "14c764728a140faac65c8f7a15bb484591cb6900c7778095463c38269105cd5b",
-    "hard": "a41cc137a850c4dad655f91db1e94d674489fcaf07aa0847b312d71afd87a9c6",
+    "easy": "8229173ba6cea7f2515e329917aa2e5bbf8a1bcb629a51659357a11240c264e7",
+    "medium": "9108d61d95c116f8a304743a8d9a84976571968c5c0daf521ec9ccf7b457eff9",
+    "hard": "4c4fbe1d46a1a3fb0facc7c9f0f5c6d70c4d2f4532ebad0aa6c382440412479c",
 }
 
 

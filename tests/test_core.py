@@ -11,9 +11,10 @@ import pytest
 from helpers import jpeg, png_bytes
 from PIL import Image
 
+from vrforge.buffers import reuse_large_buffers
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.registry import TaskSpec, all_tasks, get_task, register_task
-from vrforge.render import CRISP_FROM, encode_png, rasterise, rasterise_images, raw_rasters
+from vrforge.render import CRISP_FROM, encode_png, rasterise, rasterise_images, raw_rasters, render_pngs
 from vrforge.seeding import derive_seed, item_rng
 
 SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20" viewBox="0 0 40 20">'
@@ -88,6 +89,26 @@ def test_encode_png_is_lossless_and_deterministic():
     many_colours = rng.integers(0, 256, size=(64, 64, 3), dtype=np.uint8)  # > 256 colours: RGB path
     decoded = Image.open(io.BytesIO(encode_png(many_colours)))
     assert decoded.mode == "RGB" and np.array_equal(np.asarray(decoded), many_colours)
+
+
+@pytest.mark.parametrize("entries", [1, 2, 3, 4, 5, 16, 17, 256])
+@pytest.mark.parametrize("width", [16, 17, 19, 23])
+def test_palette_pngs_pack_indices_to_the_fewest_bits_and_decode_exactly(entries, width):
+    rng = np.random.default_rng(entries * 100 + width)
+    colours = rng.integers(0, 256, size=(entries, 3), dtype=np.uint8)
+    indices = rng.integers(0, entries, size=(18, width), dtype=np.uint8)
+    image = Image.fromarray(indices, "P")
+    image.putpalette(colours.tobytes())
+    data = encode_png(image)
+    assert data[24] == next(b for b in (1, 2, 4, 8) if entries <= 1 << b)  # IHDR bit depth
+    decoded = Image.open(io.BytesIO(data))
+    assert decoded.mode == "P" and np.array_equal(np.asarray(decoded.convert("RGB")), colours[indices])
+
+
+def test_rendering_is_unchanged_by_buffer_reuse():
+    before = render_pngs(SVG, (512, 2048))
+    reuse_large_buffers()
+    assert render_pngs(SVG, (512, 2048)) == before == render_pngs(SVG, (512, 2048))
 
 
 def _bomb_png(width: int, height: int) -> bytes:

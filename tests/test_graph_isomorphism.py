@@ -228,9 +228,9 @@ def test_deterministic():
 
 
 SNAPSHOTS = {
-    "easy": "df146524634219b59d1e7ae23d77aa3dd4313130d8a9b2f81ebdb5ae4bc61c2e",
-    "medium": "4af405858a12aadb62694a1bb3789fdaef0cefb68371249578436998cf0b3a78",
-    "hard": "33a8322394e041431e200d254eef4dad17b1477e9809dee8fe02d0bf4a45463e",
+    "easy": "02f815891c0549478b166405c071f9eedc737cea7b91fcedf8ebc79c5391ae88",
+    "medium": "ce35f421bebb55b3f990ab5efcaa07c0aa640b12ff1f5ea23fc81073e0219d51",
+    "hard": "2f8f9512dbd8ee76fedd699c5a89e5e86b96076b69521bb136c6979e8454b9f9",
 }
 
 

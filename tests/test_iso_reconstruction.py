@@ -189,9 +189,9 @@ def test_pictures_have_no_text_and_share_the_drawing_code(puzzle):
 
 # sha256 of the 512 px solution PNG for seed 0, index 0.
 SNAPSHOTS = {
-    "easy": "2b7a28da968a6749668c8c8d82be69affb8ee8ed9090a7ae25aad521b0eb9961",
-    "medium": "1721c7a2136452c6291d4eab13abfe4077528eea4f1abb8e316b55eb3aaabc0a",
-    "hard": "d62655bbf985320760a9c9020b58d26baeb318311a9166c600e9bd6dbca07f94",
+    "easy": "239d3c740712bd9ad4a6d2d262b4bacba646b0de6540490b825341f68fc42be3",
+    "medium": "91238e5072b2d5e9c2dfefac578e1e235bb8c5daec190c397640b023a71a4cdf",
+    "hard": "a62881f1b9d423241cd175d6921ec5948e11697126a1acf213b80183e913ebf8",
 }
 
 

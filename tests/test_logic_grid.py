@@ -25,9 +25,9 @@ RESOLUTIONS = (512, 1024, 2048)
 DIFFICULTIES = ("easy", "medium", "hard")
 # sha256 of the 512 px solution PNG for item_rng(0), per difficulty (crisp rendering: exact pixels).
 SNAPSHOTS = {
-    "easy": "3951c1ef554561993791753a2f7c2b6f8344d9eb6e4a84923b69906c1e0e1f39",
-    "medium": "f37aa66e56ab1d316c6a005847a8db7f802dffd4d2ffeb518bcac8adce3ca59c",
-    "hard": "fc7f3330139dd932f69a3b20623be7ed7eb8768f73dd4eb5ca6be8b68ed14818",
+    "easy": "db0100c33def0a8c5eac5162b5717f62fa5bb213aeea6928aef226f7432b361e",
+    "medium": "6306ec470158fe342307a1e625a1c69c644259d89adec30c9f2d3dbbc8c03b79",
+    "hard": "43cd16ce45adffe14974ee979d9afe8cdb8dc1be1b8a2afd554f763b502ff224",
 }
 
 

@@ -138,9 +138,9 @@ def test_generation_is_deterministic():
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
 # drawing or encoding changes these.
 SNAPSHOTS = {
-    "easy": "00157acddf4b30e0340d30aea25e2ea9053a94bd1b0d2bddef4134febc7efd80",
-    "medium": "3b26f66df00be7143084be84712e801b49d58f783b2b0d4d202c51e0f3309cf0",
-    "hard": "b0f36c042a95deb0df94c68c30e334525c7fdaec42bf58f436550f50999fd23a",
+    "easy": "6865c13a83061f52dc84d92de9922b20b85671d0e379d1cc81c34993fcab3fab",
+    "medium": "71383ba4add20929d6d14065748b8f330491b9ac2e6db16fffd122a3b6e1fd84",
+    "hard": "cf5871dd55bdf45c677c8b193ca2f79fd37b60612450644e1eec693b73e4da5f",
 }
 
 

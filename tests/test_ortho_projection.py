@@ -162,9 +162,9 @@ def test_pictures_have_no_text(puzzle):
 
 # sha256 of the 512 px solution PNG for seed 0, index 0.
 SNAPSHOTS = {
-    "easy": "254d347824d5fd1b5348109ed3898aecc8e3fe069a9d0b8e50f1e27a5298c974",
-    "medium": "83f189340f4ec41a1b43c7f536174a0ba9ca03d00e39ea715c710076114f39c6",
-    "hard": "81805dae8adfd371e6ee6f1b4bdbe708477029a4461c8e23dcfb27bd0e854a69",
+    "easy": "72c27899299e47e11284513b9e82ac8c9829fe532cf7c2f42a002a14e14ede7d",
+    "medium": "7430bf3cf6ca9140c091cad53d93a655ec4cd01cb8d477564aab993660734efa",
+    "hard": "2da82663d7de5d54b5f56ef7a1b5833c7321638d6984fe502e0c3b2a2d50f6ad",
 }
 
 

@@ -21,9 +21,9 @@ from vrforge.verifiers import raven as rv
 DIFFS = ("easy", "medium", "hard")
 # sha256 of the 512 px solution PNG for seed 0 (cairosvg rendering); update on a deliberate change.
 SNAPSHOTS = {
-    "easy": "4246d57853ae532d7a1e6cd98b616bb38671829f7ab9acf5cd67b578dca514a6",
-    "medium": "fd96f6280c402de883cf1a46c402c9015a9c2a735ff5117f3cbb3cf97a0fbffe",
-    "hard": "fc5ee7e44b6e9a909185c56923eb6ce6d0bd60f9792f14432e163b34bd29c420",
+    "easy": "e2976ae62bd6e2cd00c8a91a71abc8682107942a382ea7ff3f520bc14bb54772",
+    "medium": "786afe5583ef76bf3c797c5fc4c50926b9a59eb4e89718d7575f11f54c4c5c40",
+    "hard": "e7efbe5351f8216e6cc39aa181937868686a43e8c5e2e9b32812b45b28efa63d",
 }
 
 

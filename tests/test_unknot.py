@@ -157,9 +157,9 @@ def test_config_validation():
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
 # drawing or encoding changes these.
 SNAPSHOTS = {
-    "easy": "3b94cae903903851aea59097e1eaf320359c77ae13bd4526253e9ddaeaa16bb5",
-    "medium": "b625d7791d6d37b873aa1752ace74e8bb2fc5a06ecaef8971bb16cf40b99d4b9",
-    "hard": "5962d558d13ea6fc5f4484285eb23af09d3d9a71733b6d7d075696f0c042c16f",
+    "easy": "a04897d6a077d3385e0b7511a6f529179d5e40a5825c2509a26c0c7c18aa8693",
+    "medium": "059cd65ecf7c4045ec69b840276a3c1d90f3ccbade79068a9e43e5f03f9292f4",
+    "hard": "06f5a4105f216c7a659b983efa1c41fa9b451b1478a525e461d236696e091f34",
 }
 
 

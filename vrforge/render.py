@@ -2,23 +2,23 @@
 
 cairosvg interprets the SVG and cairo rasterises it: cairo's software rasteriser gives the
 same pixels on every run and machine. Images with at most 256 well-separated colours are
-written as exact 8-bit palette PNGs, others as RGB; bench/build_throughput.py measures this path against the naive
+written as exact palette PNGs, others as RGB; bench/build_throughput.py measures this path against the naive
 one (cairosvg per size, Pillow's default PNG writer).
 """
 
 from __future__ import annotations
 
-import io
 import re
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 import cairocffi
 import cairosvg.parser
 import cairosvg.surface
 import numpy as np
+from isal import isal_zlib
 from PIL import Image
 
 RESOLUTIONS = (512, 1024, 2048)
@@ -26,14 +26,13 @@ CRISP_FROM = 2048  # images at least this wide are rendered without anti-aliasin
 
 # Exact palette PNGs are 2-4x smaller and several times faster to write and read than RGB.
 PALETTE_LIMIT = 256
-# zlib level 3 with run-length matching only: at 2048 px as fast as the default strategy at
-# level 3 (half the time of level 6) and 1.5x smaller, since palette rows are long runs.
-PALETTE_COMPRESS_LEVEL = 3
 MIN_SEPARATION = 16
-# Images with > 256 colours (anti-aliased drawings) are written by ``_rgb_png``: rows
-# unfiltered, zlib level 3. Pillow tries every PNG filter on every row, which is most of its
-# time: at 2048 px it takes ~110 ms for a file of the same size that this writes in ~35 ms.
-RGB_ZLIB_LEVEL = 3
+# Every PNG is written by ``_png``: rows unfiltered, palette indices packed to the fewest bits
+# that hold the palette, one deflate stream from ISA-L (isal) at this level. Measured over the
+# pictures of every task (bench/build_throughput.py): 4x faster than zlib level 3 for RGB at the
+# same size, and the packed palette streams also decode 2x faster in Pillow than zlib's run-length
+# ones (distance-1 matches are copied byte by byte), at 1.7x their size.
+PNG_DEFLATE_LEVEL = 1
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -61,7 +60,8 @@ def rasterise_images(svg: str | bytes, widths: Iterable[int]) -> dict[int, Image
     out: dict[int, Image.Image] = {}
     for source, chosen in ((data, [w for w in widths if w < CRISP_FROM]), (_crisp(data), [w for w in widths if w >= CRISP_FROM])):
         if chosen:
-            out |= {width: _published(image, source) for width, image in raw_rasters(source, chosen).items()}
+            colours = _drawing_colours(source) if _is_crisp(source) and b"opacity" not in source else None
+            out |= _replayed(source, chosen, lambda surface, size, colours=colours: _published(surface, size, colours))
     return {width: out[width] for width in widths}
 
 
@@ -74,25 +74,50 @@ def _crisp(svg: bytes) -> bytes:
 
 def raw_rasters(svg: bytes, widths: Iterable[int]) -> dict[int, Image.Image]:
     """cairo's RGB rasters of ``svg`` at each width, before the palette step."""
+    return _replayed(svg, widths, _rgb)
+
+
+def _replayed(svg: bytes, widths: Iterable[int],
+              take: Callable[[cairocffi.ImageSurface, tuple[int, int]], Image.Image]) -> dict[int, Image.Image]:
+    """Walk ``svg`` once into a recording, replay it on white at each width and ``take`` the
+    pixels (an image that owns them: the surface is drawn over by the next replay)."""
     recording = _RecordingSurface(cairosvg.parser.Tree(bytestring=svg), None, 96)
     natural_width, natural_height = recording.natural_size
     out: dict[int, Image.Image] = {}
     for width in widths:
         height = int(round(natural_height * width / natural_width))  # as cairosvg sizes an output_width render
-        raster = cairocffi.ImageSurface(cairocffi.FORMAT_RGB24, width, height)
-        context = cairocffi.Context(raster)
+        surface = _surface(width, height)
+        context = cairocffi.Context(surface)
         context.set_source_rgb(1, 1, 1)
         context.paint()
         context.scale(width / natural_width, width / natural_width)
         context.set_source_surface(recording.cairo)
         context.paint()
-        raster.flush()
-        # cairo holds BGRX words, which Pillow unpacks into a new RGB image in one pass (far
-        # cheaper than a numpy channel swap); the image owns its pixels, so the surface can go.
-        out[width] = Image.frombuffer("RGB", (width, height), raster.get_data(), "raw", "BGRX", raster.get_stride(), 1)
-        raster.finish()
+        surface.flush()
+        out[width] = take(surface, (width, height))
     recording.finish()
     return out
+
+
+# One surface per width, painted over for every picture: a fresh 19 MB surface costs more in
+# page faults than the replay that fills it.
+_SURFACES: dict[int, cairocffi.ImageSurface] = {}
+MAX_KEPT_SURFACE_PIXELS = 8_000_000
+
+
+def _surface(width: int, height: int) -> cairocffi.ImageSurface:
+    surface = _SURFACES.get(width)
+    if surface is None or surface.get_height() != height:
+        surface = cairocffi.ImageSurface(cairocffi.FORMAT_RGB24, width, height)
+        if width * height <= MAX_KEPT_SURFACE_PIXELS:
+            _SURFACES[width] = surface
+    return surface
+
+
+def _rgb(surface: cairocffi.ImageSurface, size: tuple[int, int]) -> Image.Image:
+    """The surface's pixels as a new RGB image: Pillow unpacks cairo's BGRX words in one pass
+    (far cheaper than a numpy channel swap)."""
+    return Image.frombuffer("RGB", size, surface.get_data(), "raw", "BGRX", surface.get_stride(), 1)
 
 
 class _RecordingSurface(cairosvg.surface.PNGSurface):
@@ -113,55 +138,64 @@ def rasterise_cached(svg: str, width: int) -> Image.Image:
 
 
 def encode_png(image: Image.Image | np.ndarray) -> bytes:
-    """Lossless, deterministic PNG bytes: a palette image as it is, an RGB image as an exact
-    palette PNG when it can be (<= 256 well-separated colours), else as RGB."""
+    """Lossless, deterministic PNG bytes of an opaque picture: a palette image as it is, an RGB
+    image as an exact palette PNG when it can be (<= 256 well-separated colours), else as RGB."""
     if isinstance(image, np.ndarray):
         image = Image.fromarray(image, "RGB")
     indexed = image if image.mode == "P" else _exact_palette_image(image)
     if indexed is None:  # not a rendered picture (e.g. a gallery sheet)
-        return _rgb_png(np.asarray(image.convert("RGB")))
-    buffer = io.BytesIO()
-    indexed.save(buffer, format="PNG", compress_level=PALETTE_COMPRESS_LEVEL, compress_type=zlib.Z_RLE)
-    return buffer.getvalue()
+        return _png(np.asarray(image.convert("RGB")))
+    return _png(np.asarray(indexed), bytes(indexed.getpalette() or []))
 
 
-def _published(image: Image.Image, svg: bytes) -> Image.Image:
-    """The image published for the raster ``image``, pixel for pixel.
+def _published(surface: cairocffi.ImageSurface, size: tuple[int, int],
+               colours: tuple[tuple[int, int, int], ...] | None) -> Image.Image:
+    """The image published for the raster on ``surface``, pixel for pixel.
 
     A crisp drawing (anti-aliasing off for the whole SVG, no transparency) holds exactly the
-    colours it names, so it becomes a palette image without a pass to count its colours. An
-    anti-aliased one stays RGB: mapping its edge shades onto a palette shifted the pixel
-    distances between options enough to move the context-blind pickers (graph_isomorphism
-    medoid 0.20 -> 0.33).
+    ``colours`` it names, so it becomes a palette image without a pass to count its colours. An
+    anti-aliased one (``colours`` None) stays RGB: mapping its edge shades onto a palette shifted
+    the pixel distances between options enough to move the context-blind pickers
+    (graph_isomorphism medoid 0.20 -> 0.33).
     """
-    if not _is_crisp(svg) or b"opacity" in svg:
-        return image
-    return _indexed(image, _drawing_colours(svg)) or image
+    if colours is not None:
+        indexed = _indexed(surface, size, colours)
+        if indexed is not None:
+            return indexed
+    return _rgb(surface, size)
 
 
-def _indexed(image: Image.Image, colours: tuple[tuple[int, int, int], ...]) -> Image.Image | None:
-    """``image``, which holds only ``colours``, as a palette image with exactly those colours.
+def _indexed(surface: cairocffi.ImageSurface, size: tuple[int, int],
+             colours: tuple[tuple[int, int, int], ...]) -> Image.Image | None:
+    """The raster on ``surface``, which holds only ``colours``, as a palette image with exactly
+    those colours.
 
-    Pillow maps pixels onto a palette through a reduced-precision cache, exact only for
-    colours >= MIN_SEPARATION apart. Closer colours get each channel's values spread evenly over
-    0..255 (a per-channel lookup keeps distinct colours distinct and puts them >= 17 apart),
-    mapped there, and the palette then names the original colours. None when a channel has
-    more than 16 values.
+    Pillow reads cairo's BGRX words in place as RGBX, red and blue swapped, so each colour is
+    looked up swapped (no copy, no unpacking). Pillow maps pixels onto a palette through a
+    reduced-precision cache, exact only for colours >= MIN_SEPARATION apart. Closer colours get
+    each channel's values spread evenly over 0..255 (a per-channel lookup keeps distinct colours
+    distinct and puts them >= 17 apart), mapped there, and the palette then names the original
+    colours. None when a channel has more than 16 values.
     """
-    if _well_separated(np.array(colours, dtype=np.uint8)):
-        return image.quantize(palette=_palette_image(colours), dither=Image.Dither.NONE)
-    tables = []
-    for channel in range(3):
-        values = sorted({colour[channel] for colour in colours})
-        if len(values) > 16:
-            return None
-        table = list(range(256))
-        for rank, value in enumerate(values):
-            table[value] = rank * 255 // max(1, len(values) - 1)
-        tables.append(table)
-    spread = [tuple(tables[c][colour[c]] for c in range(3)) for colour in colours]
-    indexed = image.point([v for table in tables for v in table]).quantize(palette=_palette_image(spread),
-                                                                          dither=Image.Dither.NONE)
+    view = Image.frombuffer("RGBX", size, surface.get_data(), "raw", "RGBX", surface.get_stride(), 1)
+    swapped = [(b, g, r) for r, g, b in colours]
+    if not _well_separated(np.array(colours, dtype=np.uint8)):
+        tables = []
+        for channel in range(3):
+            values = sorted({colour[channel] for colour in swapped})
+            if len(values) > 16:
+                return None
+            table = list(range(256))
+            for rank, value in enumerate(values):
+                table[value] = rank * 255 // max(1, len(values) - 1)
+            tables.append(table)
+        view = view.point([v for table in (*tables, list(range(256))) for v in table])
+        swapped = [tuple(tables[c][colour[c]] for c in range(3)) for colour in swapped]
+    # Image.quantize takes only RGB images; its palette mapping is this one core call, which
+    # reads the RGBX layout as it is.
+    palette = _palette_image(swapped)
+    palette.load()
+    indexed = view._new(view.im.convert("P", Image.Dither.NONE, palette.im))
     indexed.putpalette([value for colour in colours for value in colour])
     return indexed
 
@@ -207,15 +241,40 @@ def _chunk(kind: bytes, body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
 
-def _rgb_png(rgb: np.ndarray) -> bytes:
-    """A standard 8-bit RGB PNG: filter type 0 on every row, one zlib stream."""
-    height, width = rgb.shape[:2]
-    rows = np.empty((height, width * 3 + 1), dtype=np.uint8)
+def _png(pixels: np.ndarray, palette: bytes | None = None) -> bytes:
+    """A standard PNG of RGB ``pixels`` (H, W, 3), or of palette indices (H, W) with ``palette``
+    (RGB triples) packed to 1, 2, 4 or 8 bits: filter type 0 on every row, one deflate stream."""
+    height, width = pixels.shape[:2]
+    if palette is None:
+        bits, colour_type, data = 8, 2, pixels.reshape(height, width * 3)
+    else:
+        entries = len(palette) // 3
+        bits = next(b for b in (1, 2, 4, 8) if entries <= 1 << b)
+        colour_type, data = 3, _pack_indices(pixels, bits)
+    rows = np.empty((height, data.shape[1] + 1), dtype=np.uint8)
     rows[:, 0] = 0  # filter type None
-    rows[:, 1:] = rgb.reshape(height, width * 3)
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (PNG_SIGNATURE + _chunk(b"IHDR", header) + _chunk(b"IDAT", zlib.compress(rows.tobytes(), RGB_ZLIB_LEVEL))
-            + _chunk(b"IEND", b""))
+    rows[:, 1:] = data
+    header = struct.pack(">IIBBBBB", width, height, bits, colour_type, 0, 0, 0)
+    chunks = [_chunk(b"IHDR", header)]
+    if palette is not None:
+        chunks.append(_chunk(b"PLTE", palette))
+    chunks += [_chunk(b"IDAT", isal_zlib.compress(rows, PNG_DEFLATE_LEVEL)), _chunk(b"IEND", b"")]
+    return PNG_SIGNATURE + b"".join(chunks)
+
+
+def _pack_indices(indices: np.ndarray, bits: int) -> np.ndarray:
+    """Rows of palette indices packed ``8 // bits`` to a byte, leftmost pixel in the high bits."""
+    if bits == 8:
+        return indices
+    per_byte = 8 // bits
+    height, width = indices.shape
+    padded = np.zeros((height, -(-width // per_byte) * per_byte), dtype=np.uint8)
+    padded[:, :width] = indices
+    groups = padded.reshape(height, -1, per_byte)
+    packed = groups[:, :, 0] << (8 - bits)
+    for j in range(1, per_byte):
+        packed |= groups[:, :, j] << (8 - bits * (j + 1))
+    return packed
 
 
 def _well_separated(entries: np.ndarray) -> bool:
