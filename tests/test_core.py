@@ -80,6 +80,20 @@ def test_large_images_are_rendered_crisp_and_stored_exactly_even_with_close_colo
         assert np.array_equal(np.asarray(decoded), np.asarray(raw))
 
 
+@pytest.mark.parametrize("fill, stroke", [
+    ("#1976d2", "#c62828"),  # a channel tells every colour apart: one channel indexes the palette
+    ("#00ff00", "#ff0000"),  # no such channel, colours far apart: Pillow's palette mapping
+    ("#838080", "#808380"),  # no such channel, colours 3 apart: channels spread before the mapping
+])
+def test_crisp_rasters_become_exact_palette_images_whatever_their_colours(fill, stroke):
+    svg = SVG.replace("#1976d2", fill).replace("#c62828", stroke)
+    svg = svg.replace('fill="#fff"/>', 'fill="#fff"/><rect x="2" y="2" width="4" height="4" fill="#808080"/>').encode()
+    image = rasterise_images(svg, (CRISP_FROM,))[CRISP_FROM]
+    raw = raw_rasters(svg.replace(b"<svg ", b'<svg shape-rendering="crispEdges" ', 1), (CRISP_FROM,))[CRISP_FROM]
+    assert image.mode == "P" and len(raw.getcolors(256)) == 4
+    assert np.array_equal(np.asarray(image.convert("RGB")), np.asarray(raw))
+
+
 def test_encode_png_is_lossless_and_deterministic():
     for image in rasterise_images(SVG, (512,)).values():
         data = encode_png(image)

@@ -58,7 +58,11 @@ def rasterise_images(svg: str | bytes, widths: Iterable[int]) -> dict[int, Image
     data = svg.encode("utf-8") if isinstance(svg, str) else svg
     widths = list(widths)
     out: dict[int, Image.Image] = {}
-    for source, chosen in ((data, [w for w in widths if w < CRISP_FROM]), (_crisp(data), [w for w in widths if w >= CRISP_FROM])):
+    crisp = _crisp(data)
+    # A drawing that sets its own rendering is walked once for every width.
+    passes = [(data, widths)] if crisp is data else [(data, [w for w in widths if w < CRISP_FROM]),
+                                                     (crisp, [w for w in widths if w >= CRISP_FROM])]
+    for source, chosen in passes:
         if chosen:
             colours = _drawing_colours(source) if _is_crisp(source) and b"opacity" not in source else None
             out |= _replayed(source, chosen, lambda surface, size, colours=colours: _published(surface, size, colours))
@@ -144,8 +148,8 @@ def encode_png(image: Image.Image | np.ndarray) -> bytes:
         image = Image.fromarray(image, "RGB")
     indexed = image if image.mode == "P" else _exact_palette_image(image)
     if indexed is None:  # not a rendered picture (e.g. a gallery sheet)
-        return _png(np.asarray(image.convert("RGB")))
-    return _png(np.asarray(indexed), bytes(indexed.getpalette() or []))
+        return _png(image if image.mode == "RGB" else image.convert("RGB"))
+    return _png(indexed)
 
 
 def _published(surface: cairocffi.ImageSurface, size: tuple[int, int],
@@ -170,14 +174,25 @@ def _indexed(surface: cairocffi.ImageSurface, size: tuple[int, int],
     """The raster on ``surface``, which holds only ``colours``, as a palette image with exactly
     those colours.
 
-    Pillow reads cairo's BGRX words in place as RGBX, red and blue swapped, so each colour is
-    looked up swapped (no copy, no unpacking). Pillow maps pixels onto a palette through a
+    Pillow reads cairo's BGRX words in place as RGBX, red and blue swapped (no copy, no
+    unpacking). When one channel takes a different value in every colour (nearly every palette
+    here), that channel alone indexes the palette through a lookup table: two cheap passes.
+    Otherwise Pillow maps pixels onto the palette (colours looked up swapped) through a
     reduced-precision cache, exact only for colours >= MIN_SEPARATION apart. Closer colours get
     each channel's values spread evenly over 0..255 (a per-channel lookup keeps distinct colours
     distinct and puts them >= 17 apart), mapped there, and the palette then names the original
     colours. None when a channel has more than 16 values.
     """
     view = Image.frombuffer("RGBX", size, surface.get_data(), "raw", "RGBX", surface.get_stride(), 1)
+    for channel, band in ((0, 2), (1, 1), (2, 0)):  # red is the view's band 2, blue its band 0
+        values = [colour[channel] for colour in colours]
+        if len(set(values)) == len(values):
+            table = [0] * 256
+            for index, value in enumerate(values):
+                table[value] = index
+            indexed = view.getchannel(band).point(table)
+            indexed.putpalette([value for colour in colours for value in colour])  # L -> P
+            return indexed
     swapped = [(b, g, r) for r, g, b in colours]
     if not _well_separated(np.array(colours, dtype=np.uint8)):
         tables = []
@@ -241,40 +256,25 @@ def _chunk(kind: bytes, body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
 
-def _png(pixels: np.ndarray, palette: bytes | None = None) -> bytes:
-    """A standard PNG of RGB ``pixels`` (H, W, 3), or of palette indices (H, W) with ``palette``
-    (RGB triples) packed to 1, 2, 4 or 8 bits: filter type 0 on every row, one deflate stream."""
-    height, width = pixels.shape[:2]
-    if palette is None:
-        bits, colour_type, data = 8, 2, pixels.reshape(height, width * 3)
+def _png(image: Image.Image) -> bytes:
+    """A standard PNG of an RGB image, or of a palette image with its indices packed to 1, 2, 4 or
+    8 bits (the fewest that hold its palette): filter type 0 on every row, one deflate stream."""
+    width, height = image.size
+    if image.mode == "RGB":
+        bits, colour_type, palette, raw = 8, 2, b"", image.tobytes()
     else:
-        entries = len(palette) // 3
-        bits = next(b for b in (1, 2, 4, 8) if entries <= 1 << b)
-        colour_type, data = 3, _pack_indices(pixels, bits)
-    rows = np.empty((height, data.shape[1] + 1), dtype=np.uint8)
+        palette = bytes(image.getpalette() or [0, 0, 0])
+        bits = next(b for b in (1, 2, 4, 8) if len(palette) // 3 <= 1 << b)
+        colour_type, raw = 3, image.tobytes("raw", "P" if bits == 8 else f"P;{bits}")  # Pillow's C bit packer
+    rows = np.empty((height, len(raw) // height + 1), dtype=np.uint8)
     rows[:, 0] = 0  # filter type None
-    rows[:, 1:] = data
+    rows[:, 1:] = np.frombuffer(raw, dtype=np.uint8).reshape(height, -1)
     header = struct.pack(">IIBBBBB", width, height, bits, colour_type, 0, 0, 0)
     chunks = [_chunk(b"IHDR", header)]
-    if palette is not None:
+    if colour_type == 3:
         chunks.append(_chunk(b"PLTE", palette))
     chunks += [_chunk(b"IDAT", isal_zlib.compress(rows, PNG_DEFLATE_LEVEL)), _chunk(b"IEND", b"")]
     return PNG_SIGNATURE + b"".join(chunks)
-
-
-def _pack_indices(indices: np.ndarray, bits: int) -> np.ndarray:
-    """Rows of palette indices packed ``8 // bits`` to a byte, leftmost pixel in the high bits."""
-    if bits == 8:
-        return indices
-    per_byte = 8 // bits
-    height, width = indices.shape
-    padded = np.zeros((height, -(-width // per_byte) * per_byte), dtype=np.uint8)
-    padded[:, :width] = indices
-    groups = padded.reshape(height, -1, per_byte)
-    packed = groups[:, :, 0] << (8 - bits)
-    for j in range(1, per_byte):
-        packed |= groups[:, :, j] << (8 - bits * (j + 1))
-    return packed
 
 
 def _well_separated(entries: np.ndarray) -> bool:
