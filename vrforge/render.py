@@ -28,8 +28,8 @@ CRISP_FROM = 2048  # images at least this wide are rendered without anti-aliasin
 PALETTE_LIMIT = 256
 MIN_SEPARATION = 16
 # Every PNG is written by ``_png``: rows unfiltered, palette indices packed to the fewest bits
-# that hold the palette, one deflate stream from ISA-L (isal) at this level. Measured over the
-# pictures of every task (bench/build_throughput.py): 4x faster than zlib level 3 for RGB at the
+# that hold the palette, one deflate stream from ISA-L (isal) at this level. Measured over
+# pictures of every task: 4x faster than zlib level 3 for RGB at the
 # same size, and the packed palette streams also decode 2x faster in Pillow than zlib's run-length
 # ones (distance-1 matches are copied byte by byte), at 1.7x their size.
 PNG_DEFLATE_LEVEL = 1
