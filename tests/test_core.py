@@ -94,6 +94,16 @@ def test_crisp_rasters_become_exact_palette_images_whatever_their_colours(fill, 
     assert np.array_equal(np.asarray(image.convert("RGB")), np.asarray(raw))
 
 
+@pytest.mark.parametrize("width", [512, 777, 1024, 2048])
+def test_a_picture_drawn_to_its_edges_keeps_its_colours_in_the_last_row_and_column(width):
+    # The recording is replayed unbounded: a bounded one blended its last row and column with
+    # the white ground, shades that a crisp picture must not have.
+    svg = SVG.replace('fill="#fff"', 'fill="#808080"').replace('<svg ', '<svg shape-rendering="crispEdges" ', 1)
+    pixels = np.asarray(rasterise_images(svg, (width,))[width].convert("RGB"))
+    assert (pixels[-1] == 128).all() and (pixels[:, -1] == 128).all()  # nothing but the ground is drawn there
+    assert np.array_equal(pixels, np.asarray(raw_rasters(svg.encode(), (width,))[width]))
+
+
 def test_encode_png_is_lossless_and_deterministic():
     for image in rasterise_images(SVG, (512,)).values():
         data = encode_png(image)

@@ -131,7 +131,7 @@ class _RecordingSurface(cairosvg.surface.PNGSurface):
 
     def _create_surface(self, width: float, height: float) -> tuple[cairocffi.RecordingSurface, float, float]:
         self.natural_size = (width, height)
-        return cairocffi.RecordingSurface(cairocffi.CONTENT_COLOR_ALPHA, (0, 0, width, height)), width, height
+        return cairocffi.RecordingSurface(cairocffi.CONTENT_COLOR_ALPHA, None), width, height
 
 
 @lru_cache(maxsize=32)
