@@ -360,6 +360,9 @@ def parse_levels(spec: str | None) -> tuple[str, ...]:
     return levels
 
 
+ENDPOINT_DEFAULTS = {"timeout": 120.0, "max_retries": 3, "backoff": 1.0}  # --backend openai only
+
+
 def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``vrforge cfeval judge``."""
     parser.add_argument("--scenarios", required=True,
@@ -386,9 +389,12 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", help="response cache folder (default <out>/cache)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
     parser.add_argument("--workers", type=int, default=4, help="requests in flight at once (default 4)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
-    parser.add_argument("--max-retries", type=int, default=3, help="retries per image after a failed attempt (default 3)")
-    parser.add_argument("--backoff", type=float, default=1.0, help="first retry delay in seconds, doubled each retry (default 1)")
+    endpoint = ENDPOINT_DEFAULTS
+    parser.add_argument("--timeout", type=float, help=f"seconds per request (--backend openai; default {endpoint['timeout']:g})")
+    parser.add_argument("--max-retries", type=int,
+                        help=f"retries per image after a failed attempt (--backend openai; default {endpoint['max_retries']})")
+    parser.add_argument("--backoff", type=float,
+                        help=f"first retry delay in seconds, doubled each retry (--backend openai; default {endpoint['backoff']:g})")
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
     parser.add_argument("--max-tokens", type=int, default=None, help="answer length limit")
     parser.add_argument("--seed", type=int, default=None, help="sampling seed, where the endpoint supports one")
@@ -410,7 +416,7 @@ def _settings_from_args(args: argparse.Namespace) -> JudgeSettings:
         raise CFEvalError(f"--workers must be at least 1, got {args.workers}")
     if args.limit is not None and args.limit < 1:
         raise CFEvalError(f"--limit must be at least 1, got {args.limit}")
-    if args.max_retries < 0 or args.timeout <= 0 or args.backoff < 0:
+    if args.backend == "openai" and (args.max_retries < 0 or args.timeout <= 0 or args.backoff < 0):
         raise CFEvalError("--max-retries and --backoff must be non-negative and --timeout positive")
     try:
         personas = parse_persona_spec(args.persona)
@@ -421,12 +427,18 @@ def _settings_from_args(args: argparse.Namespace) -> JudgeSettings:
 
 
 def _check_backend_args(args: argparse.Namespace) -> None:
+    """Refuses options the chosen backend would ignore; fills the endpoint's retry defaults."""
     if args.backend == "openai":
         if not args.base_url:
             raise CFEvalError("--base-url is needed with --backend openai")
+        for name, value in ENDPOINT_DEFAULTS.items():
+            if getattr(args, name) is None:
+                setattr(args, name, value)
         return
     if args.base_url:
         raise CFEvalError("--base-url applies to --backend openai only")
+    if any(getattr(args, name) is not None for name in ENDPOINT_DEFAULTS):
+        raise CFEvalError("--timeout, --max-retries and --backoff apply to --backend openai only (a local model is not retried)")
     if args.temperature != 0 or args.seed is not None:
         raise CFEvalError("--backend transformers decodes greedily: --temperature and --seed do not apply")
     if args.max_tokens is not None:

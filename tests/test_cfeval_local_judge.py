@@ -308,6 +308,8 @@ def test_endpoint_and_local_cache_keys_differ(tiny_judge, tmp_path):
     ({"base_url": "http://127.0.0.1:9/v1"}, "applies to --backend openai only"),
     ({"temperature": 0.7}, "decodes greedily"),
     ({"max_tokens": 50}, "--max-new-tokens"),
+    ({"timeout": 30}, "--timeout, --max-retries and --backoff apply to --backend openai only"),
+    ({"max_retries": 0}, "apply to --backend openai only"),
     ({"max_new_tokens": 0}, "--max-new-tokens must be at least 1"),
     ({"model": "{missing}"}, "no such model folder"),
     ({"model": "{empty}"}, "cannot load the processor"),
