@@ -104,6 +104,15 @@ def test_a_picture_drawn_to_its_edges_keeps_its_colours_in_the_last_row_and_colu
     assert np.array_equal(pixels, np.asarray(raw_rasters(svg.encode(), (width,))[width]))
 
 
+def test_threads_rendering_at_once_get_their_own_pixels():
+    from concurrent.futures import ThreadPoolExecutor
+
+    svgs = [SVG.replace("#1976d2", f"#{i:02x}76d2") for i in range(0, 240, 16)]
+    alone = [render_pngs(svg, (1024,)) for svg in svgs]
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(lambda svg: render_pngs(svg, (1024,)), svgs * 4)) == alone * 4
+
+
 def test_encode_png_is_lossless_and_deterministic():
     for image in rasterise_images(SVG, (512,)).values():
         data = encode_png(image)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import struct
+import threading
 import zlib
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -29,9 +30,9 @@ PALETTE_LIMIT = 256
 MIN_SEPARATION = 16
 # Every PNG is written by ``_png``: rows unfiltered, palette indices packed to the fewest bits
 # that hold the palette, one deflate stream from ISA-L (isal) at this level. Measured over
-# pictures of every task: 4x faster than zlib level 3 for RGB at the
-# same size, and the packed palette streams also decode 2x faster in Pillow than zlib's run-length
-# ones (distance-1 matches are copied byte by byte), at 1.7x their size.
+# pictures of every task: 4x faster than zlib level 3 for RGB at the same size, and the packed
+# palette streams decode 2x faster in Pillow than zlib's run-length ones (whose distance-1
+# matches are copied byte by byte), at 1.7x their size.
 PNG_DEFLATE_LEVEL = 1
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -103,18 +104,19 @@ def _replayed(svg: bytes, widths: Iterable[int],
     return out
 
 
-# One surface per width, painted over for every picture: a fresh 19 MB surface costs more in
-# page faults than the replay that fills it.
-_SURFACES: dict[int, cairocffi.ImageSurface] = {}
+# One surface per width and thread, painted over for every picture: a fresh 19 MB surface
+# costs more in page faults than the replay that fills it.
+_KEPT = threading.local()
 MAX_KEPT_SURFACE_PIXELS = 8_000_000
 
 
 def _surface(width: int, height: int) -> cairocffi.ImageSurface:
-    surface = _SURFACES.get(width)
+    kept: dict[int, cairocffi.ImageSurface] = _KEPT.__dict__.setdefault("surfaces", {})
+    surface = kept.get(width)
     if surface is None or surface.get_height() != height:
         surface = cairocffi.ImageSurface(cairocffi.FORMAT_RGB24, width, height)
         if width * height <= MAX_KEPT_SURFACE_PIXELS:
-            _SURFACES[width] = surface
+            kept[width] = surface
     return surface
 
 
