@@ -25,8 +25,9 @@ import yaml
 from tqdm import tqdm
 
 from vrforge.buffers import reuse_large_buffers
-from vrforge.builds.fileio import sha256_file, write_json_atomic
+from vrforge.builds.fileio import sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
+from vrforge.cards.card import AUDIT_PENDING, audit_section, with_audit_section
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.registry import DIFFICULTIES, UnknownTask, get_task
 from vrforge.schemas.tacit import meta_errors
@@ -147,7 +148,8 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     problems: list[str] = []
 
-    problems += manifest_file_problems(folder, manifest)
+    problems += [p for p in manifest_file_problems(folder, manifest)
+                 if not (p == f"sha256 mismatch: {CARD}" and _card_differs_only_in_audit(folder, manifest))]
 
     # The card: configs, data_files globs, features and split sizes against the files.
     card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").exists() else ""
@@ -230,12 +232,41 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
         "problems": problems,
         "pickers": pickers,
         "picker_limit": PICKER_LIMIT,
+        "picker_min_puzzles": PICKER_MIN_PUZZLES,
         "answer_positions": {"counts": counts, "chi2": round(statistic, 4), "p_value": round(p_value, 6)},
         "difficulty_stats": difficulty,
         "rejections": manifest.get("rejections", {}),
     }
+    if report["passed"]:
+        _write_audit_into_card(folder, manifest, report)
+        report["manifest_sha256"] = sha256_file(manifest_path)
     write_json_atomic(folder / "audit.json", report)
     return report
+
+
+CARD = "README.md"
+
+
+def _card_differs_only_in_audit(folder: Path, manifest: dict[str, Any]) -> bool:
+    """True when README.md is the card as built but for its audit section (an audit that was
+    stopped between writing the card and the manifest)."""
+    built = manifest.get("card_unaudited_sha256")
+    card = (folder / CARD).read_text(encoding="utf-8") if (folder / CARD).exists() else None
+    return bool(built and card is not None
+                and hashlib.sha256(with_audit_section(card, AUDIT_PENDING).encode("utf-8")).hexdigest() == built)
+
+
+def _write_audit_into_card(folder: Path, manifest: dict[str, Any], report: dict[str, Any]) -> None:
+    """The figures of a passed audit into the card, and the card's new sha256 into the manifest
+    (each file replaced atomically), so the published card states them."""
+    card = (folder / CARD).read_text(encoding="utf-8")
+    audited = with_audit_section(card, audit_section(report))
+    entry = manifest["files"].get(CARD, {})
+    if audited == card and entry.get("sha256") == sha256_file(folder / CARD):
+        return
+    write_bytes_atomic(folder / CARD, audited.encode("utf-8"))
+    manifest["files"][CARD] = {"sha256": sha256_file(folder / CARD), "bytes": (folder / CARD).stat().st_size}
+    write_json_atomic(folder / "manifest.json", manifest)
 
 
 def _shard_jobs(manifest: dict[str, Any], shard_paths: dict[str, list[Path]]) -> list[list[tuple[str, bool]]]:

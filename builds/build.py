@@ -218,6 +218,8 @@ def _finish(recipe: Recipe, out: Path, config_hash: str, shards: list[Shard], pr
         "rows": counts,
         "rejections": {task: dict(sorted(c.items())) for task, c in sorted(rejections.items())},
         "difficulty_stats": stats,
+        # the card as built, before `vrforge audit` writes its figures into it
+        "card_unaudited_sha256": sha256_file(out / "README.md"),
         "files": {p.relative_to(out).as_posix(): {"sha256": sha256_file(p), "bytes": p.stat().st_size} for p in files},
     }
     write_json_atomic(out / "manifest.json", manifest)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from importlib import resources
 from string import Template
+from typing import Any
 
 import yaml
 
+from vrforge.builds.pickers import PICKERS
 from vrforge.builds.plan import MAIN_RESOLUTION, config_name
 from vrforge.builds.recipe import Recipe
 from vrforge.registry import get_task
@@ -80,4 +82,41 @@ def render_card(recipe: Recipe, config_hash: str, counts: dict[str, dict[str, in
         count_table="\n".join(count_rows),
         gallery="\n\n".join(f"![{path}]({path})" for path in galleries),
         license=recipe.license,
+        audit=AUDIT_PENDING,
     )
+
+
+# The card's audit section lies between these markers: the build writes AUDIT_PENDING there,
+# `vrforge audit` replaces it with the figures of a passed audit.
+AUDIT_START = "<!-- audit:start -->"
+AUDIT_END = "<!-- audit:end -->"
+AUDIT_PENDING = "Not audited yet: `vrforge audit` checks the release and writes its figures here and into `audit.json`."
+
+
+def audit_section(report: dict[str, Any]) -> str:
+    """The figures of an audit report as the card's Markdown."""
+    lines = [f"Every row was re-verified at every resolution from the released files: {report['rows_checked']:,} rows, "
+             f"{report['row_failures']} failures; all {report['files_checked']} files match `manifest.json`.", "",
+             f"Context-blind pickers (accuracy choosing among the five options without the puzzle; chance 0.20, "
+             f"limit {report['picker_limit']}, judged for tasks with at least {report['picker_min_puzzles']} puzzles):", "",
+             "| task | medoid | closest to mean | odd one out |", "|---|---|---|---|"]
+    for task, accuracy in report["pickers"].items():
+        lines.append(f"| `{task}` | " + " | ".join(f"{accuracy[name]:.3f}" for name in PICKERS) + " |")
+    positions = report["answer_positions"]
+    lines += ["", f"Answer positions {positions['counts']}: χ² {positions['chi2']:.2f}, p {positions['p_value']:.2f} "
+              "(uniform).", "", "Difficulty (mean per puzzle, easy / medium / hard) and rejected generation attempts:", "",
+              "| task | statistic | easy / medium / hard | rejected attempts |", "|---|---|---|---|"]
+    for task, stats in report["difficulty_stats"].items():
+        name = stats["headline"] or (stats["growing"][0] if stats["growing"] else None)
+        values = " / ".join(f"{v:g}" for v in stats["values"].get(name, [])) if name else ""
+        rejected = sum(report["rejections"].get(task, {}).values())
+        lines.append(f"| `{task}` | {name or ''} | {values} | {rejected} |")
+    return "\n".join(lines)
+
+
+def with_audit_section(card: str, section: str) -> str:
+    """``card`` with ``section`` between the audit markers (unchanged when it has none)."""
+    start, end = card.find(AUDIT_START), card.find(AUDIT_END)
+    if start < 0 or end < start:
+        return card
+    return card[:start + len(AUDIT_START)] + "\n" + section + "\n" + card[end:]

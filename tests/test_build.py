@@ -132,6 +132,53 @@ def test_audit_passes_a_fresh_build_and_records_every_figure(built, tmp_path):
     assert json.loads((copy / "audit.json").read_text())["manifest_sha256"] == sha256_file(copy / "manifest.json")
 
 
+def test_a_passed_audit_writes_its_figures_into_the_card(built, tmp_path):
+    import shutil
+
+    from vrforge.builds.audit import audit
+    from vrforge.builds.publish import plan_upload
+    from vrforge.cards.card import AUDIT_PENDING
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    assert AUDIT_PENDING in (copy / "README.md").read_text()
+    report = audit(copy, progress=False)
+    assert report["passed"]
+    card = (copy / "README.md").read_text()
+    assert AUDIT_PENDING not in card
+    accuracy = report["pickers"]["maze"]
+    assert f"| `maze` | {accuracy['medoid']:.3f} | {accuracy['closest_to_mean']:.3f} | {accuracy['odd_one_out']:.3f} |" in card
+    assert f"{report['rows_checked']:,} rows, 0 failures" in card and "| `maze` | route_length |" in card
+    manifest = json.loads((copy / "manifest.json").read_text())
+    assert manifest["files"]["README.md"]["sha256"] == sha256_file(copy / "README.md")
+    assert plan_upload(copy, "org/tacit").tag == "v0.0.1"  # audited and unmodified: publishable
+    assert len(datasets.load_dataset(str(copy), "maze", split="easy")) == 3  # the card's YAML is untouched
+
+    before = folder_hashes(copy)
+    assert audit(copy, progress=False)["passed"]
+    assert folder_hashes(copy) == before  # a second audit changes nothing
+
+
+def test_an_audit_stopped_between_card_and_manifest_is_finished_by_the_next(built, tmp_path):
+    import shutil
+
+    from vrforge.builds.audit import audit
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    manifest = (copy / "manifest.json").read_bytes()
+    audit(copy, progress=False)
+    (copy / "manifest.json").write_bytes(manifest)  # the card has its figures, the manifest does not know
+    (copy / "audit.json").unlink()
+    report = audit(copy, progress=False)
+    assert report["passed"], report["problems"]
+    assert json.loads((copy / "manifest.json").read_text())["files"]["README.md"]["sha256"] == sha256_file(copy / "README.md")
+
+    card = (copy / "README.md").read_text()
+    (copy / "README.md").write_text(card.replace("## Licence", "## Licence (edited)"))
+    assert "sha256 mismatch: README.md" in audit(copy, progress=False)["problems"]
+
+
 def test_audit_catches_tampering(built, tmp_path):
     import shutil
 

@@ -21,9 +21,9 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 # sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
 SNAPSHOTS = {
-    "easy": "fac58184fb7faf41dbc94773c8ad0cce4b02ee99c227ef4d35471c8bcbf1bde5",
-    "medium": "3dd53ef159b6072f89b939a7284a07b50698dc6ebea4f0fc9150ced27aa765b1",
-    "hard": "53f72e9b9046255ad4ae7bafc89e1762139806a85fe6cac09b9570e17a64a195",
+    "easy": "68fabcc40fa23929bbc963882b2f35ceb86fd3aef877d7713c49009fee3d89a8",
+    "medium": "36363380a5ad0d8ffff0724e9013596fd7feb5a3a7c92c664325ee8532e29e6a",
+    "hard": "001bac3f90c8549cdc84652748af4edfad863aefe03bdd5adeabaa2567df7090",
 }
 
 

@@ -21,9 +21,9 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 # sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
 SNAPSHOTS = {
-    "easy": "8229173ba6cea7f2515e329917aa2e5bbf8a1bcb629a51659357a11240c264e7",
-    "medium": "9108d61d95c116f8a304743a8d9a84976571968c5c0daf521ec9ccf7b457eff9",
-    "hard": "4c4fbe1d46a1a3fb0facc7c9f0f5c6d70c4d2f4532ebad0aa6c382440412479c",
+    "easy": "424552c751a2160e3a94eefba487265596baf0ded89c1ae91f6769054fb302f8",
+    "medium": "cc297dff8d2a4a3c5dec747f8389dc5d40ffd1197d999ba218b5df7510f57c83",
+    "hard": "ed6badec82b42fcc67d7151b1064cae684fc512c048b0838ac142f4df11159a0",
 }
 
 

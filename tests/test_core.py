@@ -104,6 +104,23 @@ def test_a_picture_drawn_to_its_edges_keeps_its_colours_in_the_last_row_and_colu
     assert np.array_equal(pixels, np.asarray(raw_rasters(svg.encode(), (width,))[width]))
 
 
+def test_png_bytes_do_not_depend_on_what_the_process_did_before():
+    import hashlib
+    import subprocess
+    import sys
+
+    code = ("import hashlib, sys; from vrforge.render import render_pngs; "
+            "print(hashlib.sha256(b''.join(render_pngs(sys.stdin.read(), (512, 1024, 2048)).values())).hexdigest())")
+    svg = SVG.replace("#1976d2", "#2e7d32")
+    fresh = subprocess.run([sys.executable, "-c", code], input=svg, capture_output=True, text=True, check=True).stdout.strip()
+    rng = np.random.default_rng(1)
+    for _ in range(20):  # other pictures and noise first: different heap contents, different encoder history
+        encode_png(rng.integers(0, 256, size=(300, 300, 3), dtype=np.uint8))
+        render_pngs(SVG, (1024,))
+    reuse_large_buffers()
+    assert hashlib.sha256(b"".join(render_pngs(svg, (512, 1024, 2048)).values())).hexdigest() == fresh
+
+
 def test_threads_rendering_at_once_get_their_own_pixels():
     from concurrent.futures import ThreadPoolExecutor
 

@@ -228,9 +228,9 @@ def test_deterministic():
 
 
 SNAPSHOTS = {
-    "easy": "02f815891c0549478b166405c071f9eedc737cea7b91fcedf8ebc79c5391ae88",
-    "medium": "ce35f421bebb55b3f990ab5efcaa07c0aa640b12ff1f5ea23fc81073e0219d51",
-    "hard": "2f8f9512dbd8ee76fedd699c5a89e5e86b96076b69521bb136c6979e8454b9f9",
+    "easy": "76aaed46c97f252c0579ae1352b1236f731636ededdd9c9aa495c6035417503f",
+    "medium": "e93c6c3d517051cb29f7a7fa2e89dd85a2867cac3dad1f120e48ca9cf681d035",
+    "hard": "07c36d850d56f637c3eb3b63e07da3b53786cf8cf0be4647c8bf46abd92cdb3e",
 }
 
 

@@ -189,9 +189,9 @@ def test_pictures_have_no_text_and_share_the_drawing_code(puzzle):
 
 # sha256 of the 512 px solution PNG for seed 0, index 0.
 SNAPSHOTS = {
-    "easy": "239d3c740712bd9ad4a6d2d262b4bacba646b0de6540490b825341f68fc42be3",
-    "medium": "91238e5072b2d5e9c2dfefac578e1e235bb8c5daec190c397640b023a71a4cdf",
-    "hard": "a62881f1b9d423241cd175d6921ec5948e11697126a1acf213b80183e913ebf8",
+    "easy": "dc8b2e6a25dcdb821f7e80ec5780246f515347651beafe78b332d0671d30ac14",
+    "medium": "95ff12ea24e7dd28e1633f0bc1ca5d89143babff812eb5a135a06a1f13f4a007",
+    "hard": "eac01c7ece57d9ad50cf5ed267bccc015dc124e0f17d1e888e7668807521ecac",
 }
 
 

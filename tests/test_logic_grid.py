@@ -25,9 +25,9 @@ RESOLUTIONS = (512, 1024, 2048)
 DIFFICULTIES = ("easy", "medium", "hard")
 # sha256 of the 512 px solution PNG for item_rng(0), per difficulty (crisp rendering: exact pixels).
 SNAPSHOTS = {
-    "easy": "db0100c33def0a8c5eac5162b5717f62fa5bb213aeea6928aef226f7432b361e",
-    "medium": "6306ec470158fe342307a1e625a1c69c644259d89adec30c9f2d3dbbc8c03b79",
-    "hard": "43cd16ce45adffe14974ee979d9afe8cdb8dc1be1b8a2afd554f763b502ff224",
+    "easy": "5f0692f94a0cd444c248c23661950ff3673ffd6f7f624ce42df90ceb68a1e2ec",
+    "medium": "901e134c090af5d17b98ee2655624ff9f212b70564691c4f4e598cad2a6d2546",
+    "hard": "75039f107a10467edf2ffa286d97fb038c7de8242bf5b41db05fcc89cd3bd0ed",
 }
 
 

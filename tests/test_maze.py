@@ -138,9 +138,9 @@ def test_generation_is_deterministic():
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
 # drawing or encoding changes these.
 SNAPSHOTS = {
-    "easy": "6865c13a83061f52dc84d92de9922b20b85671d0e379d1cc81c34993fcab3fab",
-    "medium": "71383ba4add20929d6d14065748b8f330491b9ac2e6db16fffd122a3b6e1fd84",
-    "hard": "cf5871dd55bdf45c677c8b193ca2f79fd37b60612450644e1eec693b73e4da5f",
+    "easy": "a465e10c22ef01980bba3147e44ef2c94fcf3018999754e684db7c56e0cbbb45",
+    "medium": "8607ed4d44566bf9e9d9460ed4c32f61ab23a98bca3098dff56e9acdc1245e68",
+    "hard": "13c900b84c001382e79a6f6d607dbdffa1c6eeae946e397587c925e7aefacd8f",
 }
 
 

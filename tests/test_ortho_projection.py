@@ -162,9 +162,9 @@ def test_pictures_have_no_text(puzzle):
 
 # sha256 of the 512 px solution PNG for seed 0, index 0.
 SNAPSHOTS = {
-    "easy": "72c27899299e47e11284513b9e82ac8c9829fe532cf7c2f42a002a14e14ede7d",
-    "medium": "7430bf3cf6ca9140c091cad53d93a655ec4cd01cb8d477564aab993660734efa",
-    "hard": "2da82663d7de5d54b5f56ef7a1b5833c7321638d6984fe502e0c3b2a2d50f6ad",
+    "easy": "b02ebf53e90884b5408235c8be65b8ee6f6d0daf9c8afbfa6f3293cb682ee253",
+    "medium": "fac42fb937e55e5a363a56ff94aa533aad50508d470fad60a9d8fe61b356dbd7",
+    "hard": "4c9b235e7931bd03a7a574c205a3420760d736c3e5aad5af25e6adfc490ea4d4",
 }
 
 

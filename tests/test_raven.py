@@ -21,9 +21,9 @@ from vrforge.verifiers import raven as rv
 DIFFS = ("easy", "medium", "hard")
 # sha256 of the 512 px solution PNG for seed 0 (cairosvg rendering); update on a deliberate change.
 SNAPSHOTS = {
-    "easy": "e2976ae62bd6e2cd00c8a91a71abc8682107942a382ea7ff3f520bc14bb54772",
-    "medium": "786afe5583ef76bf3c797c5fc4c50926b9a59eb4e89718d7575f11f54c4c5c40",
-    "hard": "e7efbe5351f8216e6cc39aa181937868686a43e8c5e2e9b32812b45b28efa63d",
+    "easy": "9427590208d932ebf1b7906696027c2c3a56cd052c882f3b96a5a652f86f5bd6",
+    "medium": "94c39510a4e6ca689269f5eee3d6bbe04cbf4995a80b79a81ab85e89697cf626",
+    "hard": "44795ca3cd3fc53bd526c86b38e3c1bc47eb3e47e112e08a84dce83bfee1fedd",
 }
 
 

@@ -157,9 +157,9 @@ def test_config_validation():
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
 # drawing or encoding changes these.
 SNAPSHOTS = {
-    "easy": "a04897d6a077d3385e0b7511a6f529179d5e40a5825c2509a26c0c7c18aa8693",
-    "medium": "059cd65ecf7c4045ec69b840276a3c1d90f3ccbade79068a9e43e5f03f9292f4",
-    "hard": "06f5a4105f216c7a659b983efa1c41fa9b451b1478a525e461d236696e091f34",
+    "easy": "6d69f6407ca79d7dbc575ddd486ed90f7d306e0a71a39265dcaeff31c5bd6707",
+    "medium": "aac1d85096c4ca4a7c9927b4fbfe78375c7cdd4fdf639875c1a80b6e1dc67c84",
+    "hard": "5de98e73d5c39f87af6db04f3c3a9da58a6f4a03d1497b020bfa7e23a5745c31",
 }
 
 
