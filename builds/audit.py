@@ -37,6 +37,7 @@ PICKER_MIN_PUZZLES = 100  # below this a picker's accuracy is noise: reported, n
 GROWTH_MIN_PER_DIFFICULTY = 20  # likewise for the growth of mean difficulty statistics
 UNIFORM_P_MIN = 0.01
 MAX_LISTED_FAILURES = 50
+CARD = "README.md"
 
 
 class AuditError(RuntimeError):
@@ -148,11 +149,11 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     problems: list[str] = []
 
+    card = (folder / CARD).read_text(encoding="utf-8") if (folder / CARD).exists() else ""
     problems += [p for p in manifest_file_problems(folder, manifest)
-                 if not (p == f"sha256 mismatch: {CARD}" and _card_differs_only_in_audit(folder, manifest))]
+                 if not (p == f"sha256 mismatch: {CARD}" and _card_differs_only_in_audit(card, manifest))]
 
     # The card: configs, data_files globs, features and split sizes against the files.
-    card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").exists() else ""
     metadata = card_metadata(card) if card else {}
     configs = card_configs(card) if card else {}
     if not configs:
@@ -238,35 +239,34 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
         "rejections": manifest.get("rejections", {}),
     }
     if report["passed"]:
-        _write_audit_into_card(folder, manifest, report)
+        _write_audit_into_card(folder, manifest, card, report)
         report["manifest_sha256"] = sha256_file(manifest_path)
     write_json_atomic(folder / "audit.json", report)
     return report
 
 
-CARD = "README.md"
-
-
-def _card_differs_only_in_audit(folder: Path, manifest: dict[str, Any]) -> bool:
-    """True when README.md is the card as built but for its audit section (an audit that was
-    stopped between writing the card and the manifest)."""
+def _card_differs_only_in_audit(card: str, manifest: dict[str, Any]) -> bool:
+    """True when ``card`` (README.md) is the card as built but for its audit section (an audit
+    that was stopped between writing the card and the manifest)."""
     built = manifest.get("card_unaudited_sha256")
-    card = (folder / CARD).read_text(encoding="utf-8") if (folder / CARD).exists() else None
-    return bool(built and card is not None
-                and hashlib.sha256(with_audit_section(card, AUDIT_PENDING).encode("utf-8")).hexdigest() == built)
+    return bool(built and card and _sha256_text(with_audit_section(card, AUDIT_PENDING)) == built)
 
 
-def _write_audit_into_card(folder: Path, manifest: dict[str, Any], report: dict[str, Any]) -> None:
-    """The figures of a passed audit into the card, and the card's new sha256 into the manifest
+def _write_audit_into_card(folder: Path, manifest: dict[str, Any], card: str, report: dict[str, Any]) -> None:
+    """The figures of a passed audit into ``card``, and the card's new sha256 into the manifest
     (each file replaced atomically), so the published card states them."""
-    card = (folder / CARD).read_text(encoding="utf-8")
     audited = with_audit_section(card, audit_section(report))
-    entry = manifest["files"].get(CARD, {})
-    if audited == card and entry.get("sha256") == sha256_file(folder / CARD):
+    digest = _sha256_text(audited)
+    if manifest["files"].get(CARD, {}).get("sha256") == digest and audited == card:
         return
-    write_bytes_atomic(folder / CARD, audited.encode("utf-8"))
-    manifest["files"][CARD] = {"sha256": sha256_file(folder / CARD), "bytes": (folder / CARD).stat().st_size}
+    data = audited.encode("utf-8")
+    write_bytes_atomic(folder / CARD, data)
+    manifest["files"][CARD] = {"sha256": digest, "bytes": len(data)}
     write_json_atomic(folder / "manifest.json", manifest)
+
+
+def _sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _shard_jobs(manifest: dict[str, Any], shard_paths: dict[str, list[Path]]) -> list[list[tuple[str, bool]]]:
