@@ -9,13 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_FAIL = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+from vrforge.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_USAGE, UserError
 
-
-class UserError(Exception):
-    """Raised for anything the user can fix; printed as one line."""
+__all__ = ["EXIT_FAIL", "EXIT_INTERRUPTED", "EXIT_USAGE", "UserError", "main"]
 
 
 def _cmd_tasks(args: argparse.Namespace) -> int:
@@ -368,6 +364,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="also require SSIM against the reference (raven, iso_reconstruction)")
     p.add_argument("image")
     p.set_defaults(func=_cmd_verify)
+
+    from vrforge.commands import register_all
+
+    register_all(sub)
     return parser
 
 
