@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
+from shared_data import external
 
 from tests.fakeopenai import Delay, FakeOpenAI
 from vrforge.openai_client import ChatClient, ChatConfig
@@ -19,7 +20,7 @@ from vrforge.runners import cfeval_judge as cj
 from vrforge.runners.cfeval_personas import PERSONAS, PersonaError, parse_persona_spec
 from vrforge.schemas.cfworld import LEVELS, Level, Provenance, Question, Scenario
 
-RELEASE = Path("/work/shared/external/cf-world")
+RELEASE = external("cf-world")
 WEIGHTS = {"visual_integrity": 3.0, "assessment_point": 15.0, "logic_consistency": 8.0}
 MARK = re.compile(r"\[(\w+)-(l\d)-(\w+)\]")
 
@@ -342,7 +343,7 @@ def test_bad_scenario_file(tmp_path):
         cj.load_scenarios(bad)
 
 
-@pytest.mark.skipif(not RELEASE.is_dir(), reason="the CF-World release is not on this machine")
+@pytest.mark.skipif(not RELEASE.is_dir(), reason=f"the CF-World release is absent at {RELEASE}")
 def test_loads_the_official_release():
     scenarios = cj.load_scenarios(RELEASE)
     assert len(scenarios) > 1000

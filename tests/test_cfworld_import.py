@@ -8,11 +8,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from shared_data import external
 
 from vrforge.generators.cfworld.importer import ProbeRecord, ReleaseError, cli_import, import_release
 from vrforge.schemas.cfworld import DIMENSIONS, Scenario, cfworld_features, scenario_schema_errors
 
-RELEASE = Path(__file__).resolve().parents[2] / "shared" / "external" / "cf-world"
+RELEASE = external("cf-world")
 needs_release = pytest.mark.skipif(not (RELEASE / "prompt").is_dir(), reason=f"CF-World release files not found at {RELEASE}")
 
 SCENARIOS_PER_FILE = {

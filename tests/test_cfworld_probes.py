@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from fakeopenai import FakeOpenAI
+from shared_data import external
 
 from vrforge.generators.cfworld.probes.attribute_decoupling import generate_attribute_probes
 from vrforge.generators.cfworld.probes.denominalize import (
@@ -30,7 +31,7 @@ from vrforge.generators.cfworld.probes.rules import RULES
 from vrforge.openai_client import ChatClient, ChatConfig
 from vrforge.schemas.cfworld import Level, Provenance, Question, Scenario
 
-OFFICIAL = Path("/work/shared/external/cf-world")
+OFFICIAL = external("cf-world")
 
 
 # ----------------------------------------------------------------------------- rule decoupling
@@ -249,7 +250,7 @@ def test_no_description_names_its_own_term():
         assert not re.search(rf"\b{re.escape(term)}\b", entry.description, re.IGNORECASE), term
 
 
-@pytest.mark.skipif(not OFFICIAL.is_dir(), reason="official CF-World release not present")
+@pytest.mark.skipif(not OFFICIAL.is_dir(), reason=f"the official CF-World release is absent at {OFFICIAL}")
 def test_lexicon_covers_most_official_l2_prompts_and_keeps_every_premise():
     from vrforge.generators.cfworld.importer import import_release
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers import noise
+from shared_data import external
 
 from vrforge.cli import main
 
@@ -122,9 +123,9 @@ def test_strict_mode_only_where_a_task_has_one(sample, tmp_path, capsys):
 
 
 def test_cfworld_import_command(tmp_path, capsys):
-    release = Path(__file__).resolve().parents[2] / "shared" / "external" / "cf-world"
+    release = external("cf-world")
     if not release.is_dir():
-        pytest.skip(f"the official CF-World files are not at {release}")
+        pytest.skip(f"the official CF-World release is absent at {release}")
     assert main(["cfworld", "import", str(release), "--out", str(tmp_path)]) == 0
     assert "1092 scenarios" in capsys.readouterr().out
     assert sum(1 for _ in (tmp_path / "scenarios.jsonl").open()) == 1092

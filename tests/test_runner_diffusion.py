@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
 
 from PIL import Image  # noqa: E402
+from shared_data import external  # noqa: E402
 
 from vrforge.runners import diffusion  # noqa: E402
 from vrforge.runners.diffusion import (  # noqa: E402
@@ -30,7 +31,7 @@ from vrforge.runners.diffusion import (  # noqa: E402
 )
 from vrforge.runners.items import TACIT_INSTRUCTIONS, cfworld_items, tacit_instruction  # noqa: E402
 
-CF_WORLD_RELEASE = Path("/work/shared/external/cf-world")
+CF_WORLD_RELEASE = external("cf-world")
 BASE = ["--steps", "2", "--size", "64", "--local-files-only", "--quiet"]
 
 
@@ -266,7 +267,7 @@ def test_every_registered_task_has_an_instruction():
     assert "Solve the puzzle" in tacit_instruction("a_future_task")
 
 
-@pytest.mark.skipif(not CF_WORLD_RELEASE.is_dir(), reason="the official CF-World release is not on this machine")
+@pytest.mark.skipif(not CF_WORLD_RELEASE.is_dir(), reason=f"the official CF-World release is absent at {CF_WORLD_RELEASE}")
 def test_official_release_folder_gives_items():
     items = cfworld_items(CF_WORLD_RELEASE, levels=["l2"], limit=3)
     assert len(items) == 3 and all(i.id.endswith("/l2") and i.output.endswith("/l2.png") and i.prompt for i in items)
