@@ -199,3 +199,23 @@ def test_partition_covers_every_index_once():
     assert flat == list(indices)
     with pytest.raises(ValueError):
         partition(indices, 3, 3, 0, 1)
+
+
+def test_a_plan_of_millions_is_made_shard_by_shard():
+    import tracemalloc
+    from collections import deque
+    from itertools import islice
+
+    from vrforge.builds.plan import iter_shards
+
+    huge = parse_recipe({**RECIPE, "rows_per_shard": 1000,
+                         "tasks": {"maze": {"count": 10_000_000, "difficulties": ["easy", "medium", "hard"]}}})
+    tracemalloc.start()
+    shards = iter_shards(huge)
+    first = list(islice(shards, 3))
+    last = deque(shards, maxlen=1)[0]
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert [s.key for s in first] == ["maze-easy-00000", "maze-easy-00001", "maze-easy-00002"]
+    assert last.key == "maze-hard-09999" and last.stop == 10_000_000
+    assert peak < 1_000_000  # 30,000 shards walked, never held
