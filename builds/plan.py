@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from vrforge.builds.recipe import Recipe
@@ -48,12 +49,11 @@ def config_name(task: str, resolution: int) -> str:
     return task if resolution == MAIN_RESOLUTION else f"{task}-{resolution}"
 
 
-def plan_shards(recipe: Recipe) -> list[Shard]:
-    shards = []
+def iter_shards(recipe: Recipe) -> Iterator[Shard]:
+    """The shards in plan order, made one at a time: a plan of millions of puzzles is never held."""
     for task in recipe.tasks:
         of = -(-task.count // recipe.rows_per_shard)
         for difficulty in task.difficulties:
             for number in range(of):
                 start = number * recipe.rows_per_shard
-                shards.append(Shard(task.task, difficulty, number, of, start, min(task.count, start + recipe.rows_per_shard)))
-    return shards
+                yield Shard(task.task, difficulty, number, of, start, min(task.count, start + recipe.rows_per_shard))

@@ -73,6 +73,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     from vrforge.builds.build import BuildError, build
     from vrforge.builds.cfworld_build import cli_build_cfworld, recipe_kind
     from vrforge.builds.recipe import RecipeError, load_recipe
+    from vrforge.builds.storage import is_url
 
     if recipe_kind(args.recipe) == "cfworld":
         return cli_build_cfworld(args)
@@ -83,11 +84,12 @@ def _cmd_build(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     if args.workers < 1:
         raise UserError(f"--workers must be at least 1, got {args.workers}")
-    out = Path(args.out) if args.out else Path("datasets") / f"{recipe.name}-{recipe.version}"
+    executor = _executor(args)
+    out = args.out if args.out and is_url(args.out) else Path(args.out or Path("datasets") / f"{recipe.name}-{recipe.version}")
     try:
-        result = build(recipe, out, workers=args.workers, progress=not args.quiet)
-    except BuildError as exc:
-        raise UserError(str(exc)) from None
+        result = build(recipe, out, workers=args.workers, progress=not args.quiet, executor=executor)
+    except (BuildError, ValueError, OSError) as exc:
+        raise UserError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     except KeyboardInterrupt:
         print(f"\ninterrupted: finished shards in {out} are kept; run the same command to resume", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -97,6 +99,27 @@ def _cmd_build(args: argparse.Namespace) -> int:
         print(f"built {result.items_built} puzzles into {out} in {result.wall:.1f} s "
               f"({result.shards_skipped} shards already done)")
     return 0
+
+
+def _executor(args: argparse.Namespace):
+    """None for the local executor; a Dask one for ``--executor dask`` (``--scheduler``) or ``dask-local``."""
+    if args.executor == "local":
+        if args.scheduler:
+            raise UserError("--scheduler needs --executor dask")
+        return None
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise UserError("the Dask executors need the distributed extra: pip install 'vrforge[distributed]'") from None
+    from vrforge.builds.executors import DaskExecutor
+
+    if args.executor == "dask":
+        if not args.scheduler:
+            raise UserError("--executor dask needs --scheduler ADDRESS (tcp://host:8786); for a local cluster use dask-local")
+        return DaskExecutor(address=args.scheduler)
+    if args.scheduler:
+        raise UserError("--scheduler is for --executor dask; dask-local starts its own cluster of --workers processes")
+    return DaskExecutor(workers=args.workers)
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
@@ -125,13 +148,29 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from vrforge.builds.audit import AuditError, audit, summary
+    from vrforge.builds.storage import Store, is_url, local_copy
 
-    folder = Path(args.folder)
-    if not folder.is_dir():
-        raise UserError(f"no such dataset folder: {folder}")
     if args.workers < 1:
         raise UserError(f"--workers must be at least 1, got {args.workers}")
+    if not is_url(args.folder):
+        return _audit_folder(Path(args.folder), args)
+    try:
+        store = Store(args.folder)
+        if not store.exists("manifest.json"):
+            raise UserError(f"{args.folder} has no manifest.json (not a built dataset folder)")
+        # The audit reads a local folder: a remote release is audited in a local copy and its
+        # outcome (audit.json, the card's Audit section, the manifest's card hash) written back.
+        with local_copy(store, keep=("audit.json", "README.md", "manifest.json")) as folder:
+            return _audit_folder(folder, args, shown=args.folder)
+    except (ValueError, OSError) as exc:
+        raise UserError(f"cannot read {args.folder}: {exc}") from None
+
+
+def _audit_folder(folder: Path, args: argparse.Namespace, shown: str | None = None) -> int:
+    from vrforge.builds.audit import AuditError, audit, summary
+
+    if not folder.is_dir():
+        raise UserError(f"no such dataset folder: {folder}")
     if _manifest_kind(folder) == "cfworld":
         from vrforge.builds.cfworld_build import cli_audit_cfworld
 
@@ -141,7 +180,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     except AuditError as exc:
         raise UserError(str(exc)) from None
     print(summary(report))
-    print(f"wrote {folder / 'audit.json'}")
+    print(f"wrote {shown + '/audit.json' if shown else folder / 'audit.json'}")
     return 0 if report["passed"] else EXIT_FAIL
 
 
@@ -267,8 +306,11 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("build", help="build a release from a recipe")
     p.add_argument("recipe", help="builds/recipes/<name>.toml")
-    p.add_argument("--out", help="dataset folder (default datasets/<name>-<version>)")
-    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--out", help="dataset folder or fsspec URL such as s3://bucket/tacit (default datasets/<name>-<version>)")
+    p.add_argument("--workers", type=int, default=1, help="local worker processes (local and dask-local executors)")
+    p.add_argument("--executor", choices=("local", "dask", "dask-local"), default="local",
+                   help="local processes (default), a Dask cluster (--scheduler) or a Dask LocalCluster of --workers processes")
+    p.add_argument("--scheduler", help="Dask scheduler address for --executor dask (tcp://host:8786)")
     p.add_argument("--limit", type=int, help="at most N puzzles per task and difficulty")
     p.add_argument("--resolutions", type=int, nargs="+", help="override the recipe's resolutions")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

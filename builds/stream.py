@@ -1,0 +1,126 @@
+"""Puzzles on the fly for training: the released rows of given seeds, without writing a release.
+
+A row here is exactly the row a release built from the same recipe holds at that resolution
+(same seed derivation, same acceptance loop, same PNG bytes, same ``config_hash``), so a model
+trained on streamed puzzles and one trained on the release see the same data.
+
+Two forms:
+- ``iterable_dataset``: a ``datasets.IterableDataset``. Its blocks of indices are its shards,
+  so ``torch.utils.data.DataLoader`` workers each take their own blocks and
+  ``datasets.distributed.split_dataset_by_node`` splits them between ranks.
+- ``torch_dataset``: a ``torch.utils.data.IterableDataset`` that splits the indices itself by
+  rank (``RANK`` / ``WORLD_SIZE`` or arguments) and data-loader worker, round robin, so every
+  index is produced exactly once across all workers of all processes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vrforge.builds.item import build_item
+from vrforge.builds.plan import PlanItem
+from vrforge.builds.recipe import Recipe, RecipeError
+from vrforge.registry import get_task
+from vrforge.render import RESOLUTIONS
+from vrforge.schemas.tacit import tacit_features
+
+DEFAULT_BLOCK = 16  # indices per datasets shard: small enough to spread over loader workers
+
+
+@dataclass(frozen=True)
+class PuzzleSource:
+    """Which puzzles: (task, difficulty, indices [start, stop)) under a recipe seed and config hash.
+
+    Pass ``recipe`` to reproduce a release's rows exactly (its seed and config hash); without
+    one, rows carry ``config_hash`` "stream" and the recipe seed given.
+    """
+
+    task: str
+    difficulty: str
+    start: int
+    stop: int
+    resolution: int = 1024
+    recipe_seed: int = 0
+    config_hash: str = "stream"
+
+    @classmethod
+    def from_recipe(cls, recipe: Recipe, task: str, difficulty: str, start: int, stop: int,
+                    resolution: int = 1024) -> PuzzleSource:
+        if task not in {t.task for t in recipe.tasks}:
+            raise RecipeError(f"recipe {recipe.name!r} has no task {task!r}")
+        return cls(task, difficulty, start, stop, resolution, recipe.seed, recipe.config_hash())
+
+    def validate(self) -> None:
+        get_task(self.task).config(self.difficulty)  # unknown task or difficulty: one clear error
+        if not 0 <= self.start <= self.stop:
+            raise ValueError(f"need 0 <= start <= stop, got [{self.start}, {self.stop})")
+        if self.resolution not in RESOLUTIONS:
+            raise ValueError(f"unsupported resolution {self.resolution} (choose from {', '.join(map(str, RESOLUTIONS))})")
+
+
+def iter_rows(source: PuzzleSource, indices: Sequence[int] | None = None) -> Iterator[dict[str, Any]]:
+    """Encoded rows (images as ``{"bytes", "path"}``) for ``indices`` (default: the whole range)."""
+    source.validate()
+    features = tacit_features()
+    for index in range(source.start, source.stop) if indices is None else indices:
+        built = build_item(PlanItem(source.task, source.difficulty, index, source.recipe_seed),
+                           (source.resolution,), source.config_hash)
+        images = built.images[source.resolution]
+        row = dict(built.fields)
+        row["puzzle"] = {"bytes": images["puzzle"], "path": None}
+        row["solution"] = {"bytes": images["solution"], "path": None}
+        row["distractors"] = [{"bytes": png, "path": None} for png in images["distractors"]]
+        yield features.encode_example(row)
+
+
+def _blocks(source: PuzzleSource, block: int) -> list[tuple[int, int]]:
+    return [(start, min(source.stop, start + block)) for start in range(source.start, source.stop, block)]
+
+
+def _generate_blocks(source: PuzzleSource, blocks: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
+    for start, stop in blocks:
+        yield from iter_rows(source, range(start, stop))
+
+
+def iterable_dataset(source: PuzzleSource, block: int = DEFAULT_BLOCK):
+    """A ``datasets.IterableDataset`` of the rows (images decode to PIL like a loaded release)."""
+    from datasets import IterableDataset
+
+    source.validate()
+    return IterableDataset.from_generator(_generate_blocks, features=tacit_features(),
+                                          gen_kwargs={"source": source, "blocks": _blocks(source, block)})
+
+
+def partition(indices: range, rank: int, world_size: int, worker: int, workers: int) -> range:
+    """The indices one data-loader worker of one rank produces: every ``world_size * workers``-th."""
+    if not (0 <= rank < world_size and 0 <= worker < workers):
+        raise ValueError(f"rank {rank} of {world_size}, worker {worker} of {workers}: out of range")
+    slot = rank * workers + worker
+    return indices[slot::world_size * workers]
+
+
+def torch_dataset(source: PuzzleSource, rank: int | None = None, world_size: int | None = None):
+    """A ``torch.utils.data.IterableDataset`` yielding each index exactly once across ranks and workers.
+
+    ``rank`` / ``world_size`` default to the ``RANK`` / ``WORLD_SIZE`` environment variables
+    (set by torchrun and accelerate), else one process.
+    """
+    import torch.utils.data
+
+    source.validate()
+    rank = int(os.environ.get("RANK", 0)) if rank is None else rank
+    world_size = int(os.environ.get("WORLD_SIZE", 1)) if world_size is None else world_size
+
+    class PuzzleStream(torch.utils.data.IterableDataset):
+        def __len__(self) -> int:
+            return len(partition(range(source.start, source.stop), rank, world_size, 0, 1))
+
+        def __iter__(self) -> Iterator[dict[str, Any]]:
+            info = torch.utils.data.get_worker_info()
+            worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+            yield from iter_rows(source, partition(range(source.start, source.stop), rank, world_size, worker, workers))
+
+    return PuzzleStream()
