@@ -24,15 +24,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from vrforge.schemas.layout import DIFFICULTIES, RESOLUTIONS
+
 TASK = "maze"
-RESOLUTIONS = (512, 1024, 2048)
 IMAGES_PER_PUZZLE = 6  # puzzle, solution, four distractors
 
 
 def _recipe(per_difficulty: int) -> dict:
     return {
         "name": "bench", "version": "0.0.0", "seed": 1, "resolutions": list(RESOLUTIONS), "rows_per_shard": 50,
-        "tasks": {TASK: {"count": per_difficulty, "difficulties": ["easy", "medium", "hard"]}},
+        "tasks": {TASK: {"count": per_difficulty, "difficulties": list(DIFFICULTIES)}},
     }
 
 

@@ -19,9 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
-from vrforge.registry import DIFFICULTIES, all_tasks, get_task
+from vrforge.pickers import PICKERS, pick_all, picker_accuracy
+from vrforge.registry import all_tasks, get_task
 from vrforge.render import rasterise
+from vrforge.schemas.layout import DIFFICULTIES
 from vrforge.seeding import derive_seed, item_rng
 from vrforge.types import RejectedPuzzle
 

@@ -23,14 +23,15 @@ from tqdm import tqdm
 
 import vrforge
 from vrforge.buffers import reuse_large_buffers
-from vrforge.builds.fileio import sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.builds.item import STAGES, BuiltItem, build_item
-from vrforge.builds.plan import MAIN_RESOLUTION, PlanItem, Shard, config_name, plan_shards
+from vrforge.builds.plan import PlanItem, Shard, plan_shards
 from vrforge.builds.recipe import Recipe
 from vrforge.builds.shards import ShardWriter
 from vrforge.cards.card import render_card
 from vrforge.cards.gallery import gallery_sheet
+from vrforge.fileio import sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.registry import get_task
+from vrforge.schemas.layout import CARD_FILE, MAIN_RESOLUTION, MANIFEST_FILE, config_name, gallery_path, main_first
 
 STATE_DIR = ".build"
 
@@ -85,7 +86,7 @@ def build(recipe: Recipe, out: Path, workers: int = 1, progress: bool = True) ->
 
 def _check_existing(out: Path, config_hash: str) -> bool:
     """True when ``out`` already holds this exact build; raises if it holds anything else."""
-    manifest = out / "manifest.json"
+    manifest = out / MANIFEST_FILE
     if manifest.exists():
         recorded = json.loads(manifest.read_text(encoding="utf-8")).get("config_hash")
         if recorded == config_hash:
@@ -178,7 +179,7 @@ def _finish(recipe: Recipe, out: Path, config_hash: str, shards: list[Shard], pr
                 "distractors": [d["bytes"] for d in table["distractors"]],
                 "answer_index": table["answer_index"],
             })
-        path = f"gallery/{task.task}.png"
+        path = gallery_path(task.task)
         write_bytes_atomic(out / path, gallery_sheet(examples))
         galleries.append(path)
         steps.update(1)
@@ -186,12 +187,12 @@ def _finish(recipe: Recipe, out: Path, config_hash: str, shards: list[Shard], pr
     counts: dict[str, dict[str, int]] = {}
     sizes: dict[str, dict[str, int]] = {}
     for task in recipe.tasks:
-        for res in sorted(recipe.resolutions, key=lambda r: (r != MAIN_RESOLUTION, r)):
+        for res in main_first(recipe.resolutions):
             name = config_name(task.task, res)
             counts[name] = {d: task.count for d in task.difficulties}
             sizes[name] = {d: sum(p.stat().st_size for p in (out / "data" / name).glob(f"{d}-*.parquet"))
                            for d in task.difficulties}
-    write_bytes_atomic(out / "README.md", render_card(recipe, config_hash, counts, sizes, galleries).encode("utf-8"))
+    write_bytes_atomic(out / CARD_FILE, render_card(recipe, config_hash, counts, sizes, galleries).encode("utf-8"))
     steps.update(1)
 
     rejections: dict[str, Counter] = {}
@@ -207,7 +208,7 @@ def _finish(recipe: Recipe, out: Path, config_hash: str, shards: list[Shard], pr
             for key in bucket:
                 bucket[key] = round(bucket[key] / task.count, 4)
     files = sorted(p for p in out.rglob("*") if p.is_file() and STATE_DIR not in p.relative_to(out).parts
-                   and p.name != "manifest.json")
+                   and p.name != MANIFEST_FILE)
     manifest = {
         "name": recipe.name,
         "version": recipe.version,
@@ -219,10 +220,10 @@ def _finish(recipe: Recipe, out: Path, config_hash: str, shards: list[Shard], pr
         "rejections": {task: dict(sorted(c.items())) for task, c in sorted(rejections.items())},
         "difficulty_stats": stats,
         # the card as built, before `vrforge audit` writes its figures into it
-        "card_unaudited_sha256": sha256_file(out / "README.md"),
+        "card_unaudited_sha256": sha256_file(out / CARD_FILE),
         "files": {p.relative_to(out).as_posix(): {"sha256": sha256_file(p), "bytes": p.stat().st_size} for p in files},
     }
-    write_json_atomic(out / "manifest.json", manifest)
+    write_json_atomic(out / MANIFEST_FILE, manifest)
     shutil.rmtree(state)
     steps.update(1)
     steps.close()

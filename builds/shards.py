@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vrforge.builds.fileio import temporary_path
 from vrforge.builds.item import BuiltItem
 from vrforge.builds.plan import Shard
+from vrforge.fileio import temporary_path
 from vrforge.schemas.tacit import tacit_features
 
 ROWS_PER_ROW_GROUP = 10

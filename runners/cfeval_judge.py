@@ -319,7 +319,7 @@ def _metric_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def write_outputs(out_dir: Path, records: Sequence[dict[str, Any]], results: dict[str, Any]) -> tuple[Path, Path]:
-    from vrforge.builds.fileio import write_bytes_atomic
+    from vrforge.fileio import write_bytes_atomic
 
     lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
     write_bytes_atomic(out_dir / JUDGEMENTS_FILE, lines.encode("utf-8"))

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from vrforge.schemas.cfworld import LEVELS, Scenario
+from vrforge.schemas.layout import OUTPUTS_FOLDER, difficulty_rank, output_name
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # becomes a folder name: no separators, no "..", no hidden names
 
@@ -209,7 +210,7 @@ def tacit_items(dataset: str | Path, resolution: int | None = None, tasks: Seque
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from vrforge.runners.scoring import DIFFICULTY_ORDER, ScoringError, chosen_configs, output_name
+    from vrforge.runners.scoring import ScoringError, chosen_configs
 
     folder = Path(dataset)
     try:
@@ -227,7 +228,7 @@ def tacit_items(dataset: str | Path, resolution: int | None = None, tasks: Seque
             rows.extend({**row, "shard": str(shard), "row": i} for i, row in enumerate(table.to_pylist()))
     if difficulties:
         rows = [r for r in rows if r["difficulty"] in difficulties]
-    rows.sort(key=lambda r: (r["task"], DIFFICULTY_ORDER.get(r["difficulty"], 9), r["difficulty"], r["index"]))
+    rows.sort(key=lambda r: (r["task"], difficulty_rank(r["difficulty"]), r["difficulty"], r["index"]))
     if limit is not None:
         taken: Counter = Counter()
         kept = []
@@ -241,7 +242,7 @@ def tacit_items(dataset: str | Path, resolution: int | None = None, tasks: Seque
     return [
         GenerationItem(
             id=r["id"], prompt=tacit_instruction(r["task"]),
-            output="model_output/" + output_name(r["task"], r["difficulty"], r["index"]),
+            output=f"{OUTPUTS_FOLDER}/" + output_name(r["task"], r["difficulty"], r["index"]),
             image=ImageRef(r["shard"], r["row"]),
             info={"task": r["task"], "difficulty": r["difficulty"], "index": r["index"], "input_resolution": resolution},
         )

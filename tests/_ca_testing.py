@@ -8,7 +8,7 @@ from functools import cache
 import numpy as np
 from helpers import jpeg, resized
 
-from vrforge.builds.pickers import pick_all, picker_accuracy
+from vrforge.pickers import pick_all, picker_accuracy
 from vrforge.registry import get_task
 from vrforge.render import encode_png, rasterise
 from vrforge.schemas.tacit import meta_errors

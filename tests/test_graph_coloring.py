@@ -13,10 +13,10 @@ import pytest
 from PIL import Image
 
 from vrforge.builds.item import build_item
-from vrforge.builds.pickers import pick_all, picker_accuracy
 from vrforge.builds.plan import PlanItem
 from vrforge.generators.tacit import _graph_common as gc
 from vrforge.generators.tacit import graph_coloring as task
+from vrforge.pickers import pick_all, picker_accuracy
 from vrforge.registry import get_task
 from vrforge.render import encode_png, rasterise
 from vrforge.schemas.tacit import meta_errors

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from helpers import jpeg, noise, resized
 
-from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
 from vrforge.generators.tacit import _voxels
+from vrforge.pickers import PICKERS, pick_all, picker_accuracy
 from vrforge.registry import get_task
 from vrforge.render import encode_png, rasterise
 from vrforge.schemas.tacit import meta_errors

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vrforge.builds.pickers import pick_all, picker_accuracy
 from vrforge.generators.tacit import logic_grid as task
+from vrforge.pickers import pick_all, picker_accuracy
 from vrforge.registry import get_task
 from vrforge.render import encode_png, rasterise, render_pngs
 from vrforge.schemas.tacit import meta_errors

@@ -255,7 +255,7 @@ def test_snapshot(difficulty):
 @pytest.mark.slow
 @pytest.mark.parametrize("difficulty", DIFFS)
 def test_context_blind_pickers(difficulty):
-    from vrforge.builds.pickers import pick_all, picker_accuracy
+    from vrforge.pickers import pick_all, picker_accuracy
 
     choices, answers = [], []
     for seed in range(200):

@@ -12,8 +12,8 @@ from helpers import jpeg, resized
 from PIL import Image
 
 from vrforge.builds.item import build_item
-from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
 from vrforge.builds.plan import PlanItem
+from vrforge.pickers import PICKERS, pick_all, picker_accuracy
 from vrforge.registry import DIFFICULTIES, all_tasks, get_task
 from vrforge.render import rasterise
 from vrforge.seeding import derive_seed, item_rng

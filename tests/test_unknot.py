@@ -172,7 +172,7 @@ def test_snapshot_of_rendered_solution(difficulty):
 
 @pytest.mark.slow
 def test_context_blind_pickers_on_200_puzzles_per_difficulty():
-    from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
+    from vrforge.pickers import PICKERS, pick_all, picker_accuracy
 
     for difficulty in ("easy", "medium", "hard"):
         choices, answers = [], []

@@ -32,10 +32,10 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
 
 
 def _cmd_sample(args: argparse.Namespace) -> int:
-    from vrforge.builds.fileio import write_bytes_atomic
     from vrforge.builds.item import ItemFailed, build_item
     from vrforge.builds.plan import PlanItem
     from vrforge.builds.recipe import RecipeError, _resolutions
+    from vrforge.fileio import write_bytes_atomic
     from vrforge.registry import UnknownTask, get_task
 
     try:
@@ -245,8 +245,7 @@ def _read_meta(path: Path) -> dict[str, Any]:
 
 def _parser() -> argparse.ArgumentParser:
     from vrforge import __version__
-    from vrforge.registry import DIFFICULTIES
-    from vrforge.render import RESOLUTIONS
+    from vrforge.schemas.layout import DIFFICULTIES, MAIN_RESOLUTION, RESOLUTIONS
 
     parser = argparse.ArgumentParser(prog="vrforge", description="Build, publish and evaluate visual-reasoning benchmarks.")
     parser.add_argument("--version", action="version", version=f"vrforge {__version__}")
@@ -342,7 +341,7 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("dataset", help="a built TACIT dataset folder")
     q.add_argument("outputs", help="the model_output folder (or the folder holding it)")
     q.add_argument("--out", help="report folder (default ./score-generative)")
-    q.add_argument("--resolution", type=int, default=1024, choices=RESOLUTIONS, help="which configs' rows to score against")
+    q.add_argument("--resolution", type=int, default=MAIN_RESOLUTION, choices=RESOLUTIONS, help="which configs' rows to score against")
     q.add_argument("--tasks", nargs="+", help="only these tasks")
     q.add_argument("--workers", type=int, default=1)
     q.add_argument("--quiet", action="store_true", help="no progress bar")

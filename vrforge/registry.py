@@ -11,9 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from vrforge.schemas.layout import DIFFICULTIES
 from vrforge.types import Puzzle, Verdict
-
-DIFFICULTIES = ("easy", "medium", "hard")
 
 # Every module in this package registers one task on import: adding a task is adding a module.
 TASK_PACKAGE = "vrforge.generators.tacit"

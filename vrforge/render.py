@@ -22,7 +22,6 @@ import numpy as np
 from PIL import Image
 from zlib_ng import zlib_ng
 
-RESOLUTIONS = (512, 1024, 2048)
 CRISP_FROM = 2048  # images at least this wide are rendered without anti-aliasing (see rasterise_images)
 
 # Exact palette PNGs are 2-4x smaller and several times faster to write and read than RGB.

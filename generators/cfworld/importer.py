@@ -551,7 +551,7 @@ def cli_import(path: str, out: str | None = None) -> int:
     count; returns 0 on success, 2 (with one line on stderr) when the release cannot be read
     or the output cannot be written.
     """
-    from vrforge.builds.fileio import write_bytes_atomic
+    from vrforge.fileio import write_bytes_atomic
 
     try:
         report = import_release(Path(path))
