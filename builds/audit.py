@@ -31,7 +31,6 @@ from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.pickers import PICKERS, pick_all, picker_accuracy
 from vrforge.registry import UnknownTask, get_task
 from vrforge.schemas.layout import AUDIT_FILE, BOOKKEEPING_FILES, CARD_FILE, DIFFICULTIES, MAIN_RESOLUTION, MANIFEST_FILE, config_name
-from vrforge.schemas.tacit import meta_errors
 
 PICKER_LIMIT = 0.30
 PICKER_MIN_PUZZLES = 100  # below this a picker's accuracy is noise: reported, not judged
@@ -109,7 +108,7 @@ def _audit_shard(job: list[tuple[str, bool]]) -> dict[str, Any]:
             failures.append(f"{rid}: unknown task {first['task']!r}")
             continue
         meta = json.loads(first["meta"])
-        errors = meta_errors(first["task"], meta)
+        errors = spec.meta_errors(meta)
         if errors:
             failures.append(f"{rid}: meta does not match its schema ({errors[0]})")
         for row, with_picks in versions:

@@ -52,20 +52,18 @@ RUN_FILE = "run.json"
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
-# What the answer image shows, per task (the pictures carry no words, so the question says it).
-TASK_HINTS = {
-    "maze": "the route drawn from the green square to the red square, through the portals between layers",
-    "raven": "the matrix with its missing bottom-right panel drawn in",
-    "logic_grid": "the grid with every cell filled so that every rule shown holds",
-    "graph_coloring": "the graph with every node coloured from the swatches so that no two linked nodes share a colour",
-    "graph_isomorphism": "graph B coloured so that its colouring matches graph A edge for edge",
-    "unknot": "a frame around the one diagram that is the unknot",
-    "ca_forward": "the grid after the shown number of steps of the rule",
-    "ca_inverse": "the rule table with its empty entries filled in",
-    "ortho_projection": "the top, front and side view grids filled in",
-    "iso_reconstruction": "an isometric drawing of a solid that has the three views shown",
-}
 GENERIC_HINT = "the puzzle completed correctly"
+
+
+def task_hint(task: str) -> str:
+    """What the answer image shows (the pictures carry no words, so the question says it): the
+    task's ``TaskSpec.answer_hint``, or a generic hint for a task this installation does not know."""
+    from vrforge.registry import UnknownTask, get_task
+
+    try:
+        return get_task(task).answer_hint
+    except UnknownTask:
+        return GENERIC_HINT
 
 
 class ChoiceError(Exception):
@@ -102,7 +100,7 @@ class Question:
 
     @property
     def intro(self) -> str:
-        hint = TASK_HINTS.get(self.task, GENERIC_HINT)
+        hint = task_hint(self.task)
         return (f"The first image is a visual puzzle. Each of the next {len(self.options)} images, labelled "
                 f"{LETTERS[0]} to {LETTERS[len(self.options) - 1]}, is a candidate answer: {hint}. Exactly one is correct.")
 

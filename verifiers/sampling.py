@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from vrforge.imageio import UnusableImage, load_rgb
+from vrforge.imagemetrics import luminance
 from vrforge.types import Verdict
 
 
@@ -37,6 +38,11 @@ def nearest_palette(colours: np.ndarray, palette: Sequence[Sequence[int]]) -> np
 def hex_to_rgb(value: str) -> tuple[int, int, int]:
     value = value.lstrip("#")
     return int(value[0:2], 16), int(value[2:4], 16), int(value[4:6], 16)
+
+
+def hex_luminance(value: str) -> float:
+    """The grey level of a ``#rrggbb`` colour (``vrforge.imagemetrics.luminance``)."""
+    return luminance(hex_to_rgb(value))
 
 
 ASPECT_TOLERANCE = 0.06

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import sys
 from pathlib import Path
@@ -20,14 +19,17 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     tasks = all_tasks()
     if args.json:
         print(json.dumps([{"name": t.name, "domain": t.domain, "version": t.version, "checks": list(t.checks),
-                           "difficulties": t.parameters()} for t in tasks], indent=2))
+                           "difficulties": t.parameters(), "difficulty_stat": t.difficulty_stat,
+                           "strict": {"check": t.strict.check, "threshold": t.strict.threshold} if t.strict else None,
+                           "module": t.generate.__module__} for t in tasks], indent=2))
         return 0
     for spec in tasks:
-        print(f"{spec.name}  (domain: {spec.domain}, version {spec.version})")
+        print(f"{spec.name}  (domain: {spec.domain}, version {spec.version}, from {spec.generate.__module__})")
         print(f"  {spec.description}")
         for difficulty, params in spec.parameters().items():
             print(f"  {difficulty:<7} " + ", ".join(f"{k}={v}" for k, v in params.items()))
-        print(f"  checks: {', '.join(spec.checks)}")
+        print(f"  checks: {', '.join(spec.checks)}; difficulty statistic: {spec.difficulty_stat}"
+              + (f"; strict mode: {spec.strict.check} >= {spec.strict.threshold}" if spec.strict else ""))
     return 0
 
 
@@ -109,13 +111,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     meta = _read_meta(Path(args.meta))
     if meta.get("task", args.task) != args.task:
         raise UserError(f"{args.meta} is meta for task {meta.get('task')!r}, not {args.task!r}")
-    options = {}
-    if args.strict:
-        if "strict" not in inspect.signature(spec.verify).parameters:
-            raise UserError(f"task {args.task!r} has no strict (SSIM) mode")
-        options["strict"] = True
+    if args.strict and spec.strict is None:
+        raise UserError(f"task {args.task!r} has no strict (SSIM) mode")
     try:
-        verdict = spec.verify(meta, Path(args.image), **options)
+        verdict = spec.check(meta, Path(args.image), strict=args.strict)
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise UserError(f"{args.meta} is not valid {args.task} meta ({type(exc).__name__}: {exc})") from None
     print(json.dumps(verdict.to_dict(), indent=2))
@@ -360,7 +359,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="check an answer image against a puzzle's meta")
     p.add_argument("task")
     p.add_argument("--meta", required=True, help="the row's meta as a JSON file")
-    p.add_argument("--strict", action="store_true", help="also require SSIM against the reference (raven, iso_reconstruction)")
+    p.add_argument("--strict", action="store_true",
+                   help="also require SSIM against the task's reference drawing (see `vrforge tasks`)")
     p.add_argument("image")
     p.set_defaults(func=_cmd_verify)
 

@@ -22,7 +22,7 @@ import numpy as np
 from vrforge.svgdraw import fmt, segments_path
 from vrforge.types import RejectedPuzzle
 from vrforge.verifiers.graph_nodes import OFF_PALETTE_LABEL, UNCOLOURED_LABEL
-from vrforge.verifiers.sampling import hex_to_rgb
+from vrforge.verifiers.sampling import hex_luminance
 
 # Well-separated colours (pairwise RGB distance >= 96); a task draws its palette from these
 # and uses the rest as off-palette colours.
@@ -46,12 +46,6 @@ EDGE = "#555555"
 
 Point = tuple[float, float]
 Edge = tuple[int, int]
-
-
-def luminance(colour: str) -> float:
-    """ITU-R 601 luma, as PIL's convert("L") computes it (what the pickers compare)."""
-    r, g, b = hex_to_rgb(colour)
-    return (299 * r + 587 * g + 114 * b) / 1000
 
 
 # ---------------------------------------------------------------- geometry and layout quality
@@ -318,8 +312,8 @@ def least_revealing(vectors: np.ndarray, rng: np.random.Generator) -> int:
 
 def label_luminance(labels: Sequence[int], palette: Sequence[str], off_colour: str) -> np.ndarray:
     """Luminance per node of a labelled answer, as it would be drawn."""
-    table = {UNCOLOURED_LABEL: luminance(UNCOLOURED), OFF_PALETTE_LABEL: luminance(off_colour)}
-    table.update({i: luminance(c) for i, c in enumerate(palette)})
+    table = {UNCOLOURED_LABEL: hex_luminance(UNCOLOURED), OFF_PALETTE_LABEL: hex_luminance(off_colour)}
+    table.update({i: hex_luminance(c) for i, c in enumerate(palette)})
     return np.asarray([table[label] for label in labels], dtype=np.float64)
 
 

@@ -259,6 +259,9 @@ register_task(
         draw=draw,
         verify=verifier.verify,
         description="Colour graph B's nodes with graph A's colours so that the colouring is an isomorphism.",
+        instruction=("Colour the blank nodes of graph B with graph A's colours so that the "
+                     "colouring maps graph A onto graph B edge for edge. Keep graph A unchanged."),
+        answer_hint="graph B coloured so that its colouring matches graph A edge for edge",
         difficulty_stat="edges",
     )
 )

@@ -646,6 +646,9 @@ register_task(
         verify=verifier.verify,
         description="Visual logic grid: fill every cell so each symbol appears once per row and column, "
                     "keeping the givens, obeying the ordering chevrons and the forbidden marks.",
+        instruction=("Solve the logic grid: fill every empty cell with a symbol so each symbol appears once "
+                     "per row and column, keeping the grey givens and obeying the ordering chevrons and forbidden marks."),
+        answer_hint="the grid with every cell filled so that every rule shown holds",
         difficulty_stat="clues",
     )
 )

@@ -463,6 +463,9 @@ register_task(
         draw=draw,
         verify=maze_verifier.verify,
         description="Multi-layer maze: draw the route from green to red, changing layer only at matching portals.",
+        instruction=("Solve the maze: draw one blue line through the cell centres from the green square "
+                     "to the red square, changing layer only at matching coloured portals. Keep everything else unchanged."),
+        answer_hint="the route drawn from the green square to the red square, through the portals between layers",
         difficulty_stat="route_length",
     )
 )

@@ -605,6 +605,8 @@ register_task(
         draw=draw,
         verify=unknot_verifier.verify,
         description="Knot diagrams: frame the one diagram that is the unknot.",
+        instruction="Draw a frame around the one knot diagram that is the unknot. Leave the other diagrams unmarked.",
+        answer_hint="a frame around the one diagram that is the unknot",
         difficulty_stat="crossings",
     )
 )
