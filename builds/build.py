@@ -13,7 +13,7 @@ import shutil
 import signal
 import time
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -134,7 +134,7 @@ def _write_shard(out: Path, shard: Shard, recipe: Recipe, results: Iterator[Buil
                        "stats_sum": dict(sorted(stats.items()))})
 
 
-def _results(items: list[PlanItem], resolutions: tuple[int, ...], config_hash: str, workers: int) -> Iterator[BuiltItem]:
+def _results(items: list[PlanItem], resolutions: tuple[int, ...], config_hash: str, workers: int) -> Generator[BuiltItem, None, None]:
     """Built items in plan order; with workers > 1 a bounded window runs ahead in a pool."""
     if workers <= 1:
         reuse_large_buffers()

@@ -272,7 +272,8 @@ def pretty_name(recipe: CfworldRecipe) -> str:
 
 
 def card_metadata(recipe: CfworldRecipe, counts: dict[str, int], sizes: dict[str, int]) -> dict[str, Any]:
-    configs, infos = [], []
+    configs: list[dict[str, Any]] = []
+    infos: list[dict[str, Any]] = []
     for config in recipe.configs:
         entry: dict[str, Any] = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}]}
         if not configs:

@@ -70,7 +70,7 @@ def publish(folder: Path, plan: UploadPlan, private: bool = False) -> str:
         if plan.tag in tags:
             raise PublishError(f"{plan.repo_id} already has tag {plan.tag}; bump the recipe version to publish again")
         message = f"vrforge release {plan.tag}"
-        if len(plan.files) > LARGE_FOLDER_FILES:
+        if len(plan.files) > LARGE_FOLDER_FILES and hasattr(api, "upload_large_folder"):  # absent from hub 2.x
             api.upload_large_folder(repo_id=plan.repo_id, folder_path=folder, repo_type="dataset")
             revision = api.dataset_info(plan.repo_id).sha
             url = f"{api.endpoint}/datasets/{plan.repo_id}/tree/{revision}"

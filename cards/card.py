@@ -58,11 +58,12 @@ def card_metadata(recipe: CardRecipe, counts: dict[str, dict[str, int]], sizes: 
     default) with its split globs, and ``dataset_info`` with features and split sizes."""
     ordered = main_first(recipe.resolutions)
     features = tacit_features()._to_yaml_list()
-    configs, infos = [], []
+    configs: list[dict[str, Any]] = []
+    infos: list[dict[str, Any]] = []
     for task in recipe.tasks:
         for res in ordered:
             name = config_name(task.task, res)
-            config = {"config_name": name,
+            config: dict[str, Any] = {"config_name": name,
                       "data_files": [{"split": d, "path": split_glob(name, d)} for d in task.difficulties]}
             if not configs:
                 config["default"] = True

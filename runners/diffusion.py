@@ -152,7 +152,7 @@ def load_pipeline(spec: ModelSpec, kind: str, torch_dtype, progress: bool = True
         loader = getattr(diffusers, spec.pipeline_class, None)
         if not (inspect.isclass(loader) and issubclass(loader, diffusers.DiffusionPipeline)):
             raise RunError(f"--pipeline-class {spec.pipeline_class!r} is not a diffusers pipeline class")
-        loaders = [loader]
+        loaders: list[Any] = [loader]
     elif spec.custom_pipeline:
         loaders = [diffusers.DiffusionPipeline]
     else:  # the auto class picks the task's variant (img2img of a text-to-image model); others load as named
@@ -300,7 +300,7 @@ def generation_size(settings: CallSettings, input_size: tuple[int, int] | None) 
     width, height = input_size
     if settings.size:  # the longer side becomes --size, aspect kept
         scale = settings.size / max(width, height)
-        width, height = width * scale, height * scale
+        return _multiple(width * scale), _multiple(height * scale)
     return _multiple(width), _multiple(height)
 
 
@@ -377,6 +377,7 @@ def generate_items(pipe, items: Sequence[GenerationItem], out_dir: Path, *, seed
 
     def input_image(item: GenerationItem):
         if item.id not in inputs:
+            assert item.image is not None  # image-conditioned items carry their input
             inputs[item.id] = item.image.load()
         return inputs[item.id]
 
@@ -474,6 +475,7 @@ def run(config: RunConfig, items: Sequence[GenerationItem], pipe=None, model_inf
     t0 = time.perf_counter()
     if pipe is None:
         pipe, model_info = load_pipeline(config.spec, config.kind, torch_dtype, progress=config.progress)
+    assert model_info is not None  # loaded with the pipeline, or given with it
     pipe = pipe.to(state.device)
     if hasattr(pipe, "set_progress_bar_config"):
         pipe.set_progress_bar_config(disable=True)

@@ -135,7 +135,7 @@ def _scenarios_from_folder(folder: Path) -> list[Scenario]:
     if shards:
         import pyarrow.parquet as pq
 
-        scenarios = []
+        scenarios: list[Scenario] = []
         for shard in shards:
             if "levels" not in pq.read_schema(shard).names:
                 continue  # another config of the same dataset (probes)

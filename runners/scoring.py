@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from vrforge.schemas.layout import (
     MAIN_RESOLUTION,
@@ -331,7 +331,7 @@ def score_generative(dataset_dir: str | Path, outputs_dir: str | Path, config_re
 # --------------------------------------------------------------------------- discriminative
 
 
-def _is_index(value: Any) -> bool:
+def _is_index(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

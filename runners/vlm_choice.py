@@ -300,6 +300,7 @@ def plan_rows(dataset: Path, resolution: int | None, tasks: Sequence[str] | None
                 taken[key] += 1
                 kept.append(row)
         rows = kept
+    assert resolution is not None  # read_rows refused a folder without configs
     return resolution, rows
 
 

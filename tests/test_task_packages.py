@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import py_compile
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -168,3 +169,25 @@ def test_skeleton_files_name_the_task_everywhere():
     assert '[project.entry-points."vrforge.tasks"]\ndots = "vrforge_task_dots"' in files["pyproject.toml"]
     assert 'meta_schema=resources.files(__name__) / "dots.meta.schema.json"' in files["vrforge_task_dots/__init__.py"]
     assert all("$" not in text for path, text in files.items() if not path.endswith(".json"))
+
+
+@pytest.mark.slow
+def test_the_checkout_skeleton_passes_the_common_test_and_its_own(tmp_path):
+    """`vrforge new-task` in a copy of this checkout, installed as a wheel would be: the new
+    built-in task passes tests/test_tacit_tasks.py unchanged and the tests written beside it."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
+    copy = tmp_path / "checkout"
+    for name in filter(None, files):
+        target = copy / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, target)
+    assert main(["new-task", "mirror_cells", "--repo", str(copy)]) == 0
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+                    "--target", str(site), str(copy)], check=True, capture_output=True, timeout=600)
+    env = {**os.environ, "PYTHONPATH": str(site), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "mirror_cells",
+                             str(copy / "tests" / "test_tacit_tasks.py"), str(copy / "tests" / "test_mirror_cells.py")],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert result.stdout.splitlines()[-1].startswith("9 passed")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -228,7 +228,7 @@ def judge(meta: Mapping[str, Any], objects: Sequence[tuple[int, int | None, int,
         "wrong_type": all(t == expected["type"] for _, t, _, _, _ in objects),
         "wrong_size": all(s == expected["size"] for _, _, s, _, _ in readable),
         "wrong_colour": all(c == expected["colour"] for _, _, _, _, c in readable),
-        "wrong_rotation": all(r == expected["rotation"] % SYMMETRY[TYPES[t]] for _, t, _, r, _ in readable),
+        "wrong_rotation": all(r == expected["rotation"] % SYMMETRY[TYPES[cast(int, t)]] for _, t, _, r, _ in readable),
     }
 
 
@@ -295,7 +295,8 @@ def read_answer(meta: Mapping[str, Any], image: np.ndarray) -> tuple[list[tuple[
         greys, valid = sample(centres)
     expected = np.clip(0.5 - distances * slot_px / EDGE_PX, 0.0, 1.0)  # (C, P) predicted coverage
     core_mask = distances * slot_px < -EDGE_PX
-    objects, misfits = [], []
+    objects: list[tuple[int, int | None, int, int, int]] = []
+    misfits: list[float] = []
     for slot, (row, mask) in enumerate(zip(greys, valid)):
         inked = (row < threshold) & (mask > 0)
         fill = float(np.median(row[inked])) if inked.sum() >= 3 else float(fills.max())

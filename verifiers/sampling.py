@@ -28,7 +28,7 @@ def sample_colours(image: np.ndarray, points: np.ndarray, radius: int) -> np.nda
     return np.median(windows.reshape(len(points), -1, 3).astype(np.float32), axis=1)
 
 
-def nearest_palette(colours: np.ndarray, palette: Sequence[Sequence[int]]) -> np.ndarray:
+def nearest_palette(colours: np.ndarray, palette: Sequence[Sequence[int]] | np.ndarray) -> np.ndarray:
     """Index of the nearest palette colour (Euclidean in RGB) for each sampled colour."""
     reference = np.asarray(palette, dtype=np.float32)
     distances = ((colours[:, None, :] - reference[None, :, :]) ** 2).sum(axis=2)

@@ -323,14 +323,14 @@ def _parser() -> argparse.ArgumentParser:
     from vrforge.runners.vlm_choice import add_arguments as add_choice_arguments
 
     p = sub.add_parser("run", help="run models: text-to-image on CF-World, image editing and multiple choice on TACIT")
-    run = p.add_subparsers(dest="run_command", required=True)
-    q = run.add_parser("t2i", help="one image per CF-World scenario and level (diffusers)")
+    runs = p.add_subparsers(dest="run_command", required=True)
+    q = runs.add_parser("t2i", help="one image per CF-World scenario and level (diffusers)")
     add_generate_arguments(q, "t2i")
     q.set_defaults(func=_cmd_run_generate)
-    q = run.add_parser("tacit-generate", help="puzzle image -> answer image, the TACIT generative track (diffusers)")
+    q = runs.add_parser("tacit-generate", help="puzzle image -> answer image, the TACIT generative track (diffusers)")
     add_generate_arguments(q, "tacit-generate")
     q.set_defaults(func=_cmd_run_generate)
-    q = run.add_parser("tacit-choice", help="a VLM picks among the five options (discriminative track), with circular rotation")
+    q = runs.add_parser("tacit-choice", help="a VLM picks among the five options (discriminative track), with circular rotation")
     add_choice_arguments(q)
     q.set_defaults(func=_cmd_run_choice)
 

@@ -76,8 +76,8 @@ class TaskSpec:
     checks: tuple[str, ...]  # the violation names the verifier reports and distractors use
     difficulties: Mapping[str, Any]  # difficulty -> frozen config dataclass with validate()
     generate: Callable[[Any, np.random.Generator], Puzzle]  # raises RejectedPuzzle to be redrawn
-    draw: Callable[[Mapping[str, Any], Any], str]  # (meta, answer or None) -> SVG text
-    verify: Callable[[Mapping[str, Any], Any], Verdict]
+    draw: Callable[[Any, Any], str]  # (meta, answer or None) -> SVG text
+    verify: Callable[[Any, Any], Verdict]  # (meta, image) -> verdict
     description: str = ""  # one sentence for `vrforge tasks` and the card
     instruction: str = ""  # what the generative track asks a model to draw on the puzzle
     answer_hint: str = ""  # what the answer image shows, for the discriminative track's question

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations, product
-from typing import Any
+from typing import Any, cast
 
 import networkx as nx
 import numpy as np
@@ -305,7 +305,7 @@ def least_revealing(vectors: np.ndarray, rng: np.random.Generator) -> int:
     """
     target = {name: float(rng.random() < PICKER_CHANCE) for name in ("medoid", "closest_to_mean", "odd_one_out")}
     outcomes = picker_outcomes(vectors)
-    scores = sum(np.abs(outcomes[name] - target[name]) for name in target)
+    scores = cast(np.ndarray, sum(np.abs(outcomes[name] - target[name]) for name in target))
     shortlist = np.flatnonzero(scores == scores.min())
     return int(shortlist[int(rng.integers(len(shortlist)))])
 
@@ -324,7 +324,7 @@ def fills_for(labels: Sequence[int], palette: Sequence[str], off_colour: str) ->
 
 
 def site_variants(labels: Sequence[int], sites: Sequence[int], values: Sequence[int],
-                  judge: Callable[[Sequence[int]], dict[str, bool]]) -> dict[str, list[list[int]]]:
+                  judge: Callable[[list[int]], Mapping[str, bool]]) -> dict[str, list[list[int]]]:
     """Every answer that differs from ``labels`` only at ``sites`` (each taking any of ``values``)
     and fails exactly one check, grouped by that check.
 

@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass
 from functools import cache
 from itertools import combinations, product
+from typing import Any
 
 import numpy as np
 import svgwrite
@@ -58,7 +59,7 @@ LEGEND_PITCH = 0.82 * CELL
 CENTRE_RATE = 0.05  # see _distractors
 ODD_RATE = 0.2
 
-PALETTE = {
+PALETTE: dict[str, Any] = {
     "background": "#ffffff",
     "grid": "#b8b8b8",
     "ink": "#222222",

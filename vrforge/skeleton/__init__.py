@@ -65,7 +65,7 @@ def render_files(name: str, domain: str, package: bool) -> dict[str, str]:
         "package": module,
         "distribution": f"vrforge-task-{name.replace('_', '-')}",
         "extra_imports": "from importlib import resources\n" if package else "",
-        "verifier_import": "from . import verifier" if package else f"from vrforge.verifiers import {name} as verifier",
+        "verifier_import": "\nfrom . import verifier" if package else f"from vrforge.verifiers import {name} as verifier",
         "schema_argument": f'        meta_schema=resources.files(__name__) / "{name}.meta.schema.json",\n' if package else "",
     }
     texts = {key: _template(key).substitute(values) for key in ("generator.py", "verifier.py", "schema.json", "test.py")}
