@@ -150,6 +150,22 @@ def test_a_broken_task_package_is_one_line(tmp_path):
         "vrforge tasks: error: task package entry point 'broken' (broken_task_module) failed to load: RuntimeError: half-finished"]
 
 
+def test_an_entry_point_may_name_a_task_spec_object(tmp_path):
+    site = tmp_path / "site"
+    info = site / "maze_again-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: maze-again\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[vrforge.tasks]\nmaze_again = maze_again_spec:SPEC\n")
+    (site / "maze_again_spec.py").write_text(
+        "import dataclasses\nfrom vrforge.registry import get_task\n"
+        "maze = get_task('maze')\n"
+        "SPEC = dataclasses.replace(maze, name='maze_again', meta_schema=maze.schema, description='The maze, again.')\n")
+    result = _cli(["tasks", "--json"], site, tmp_path)
+    assert result.returncode == 0, result.stderr
+    listed = {t["name"]: t for t in json.loads(result.stdout)}
+    assert listed["maze_again"]["difficulty_stat"] == "route_length" and "maze" in listed
+
+
 @pytest.mark.slow
 def test_the_package_skeleton_passes_the_common_test_and_its_own(installed_task):
     """The registry-wide test run over the installed package's task, unchanged, plus the tests it ships."""

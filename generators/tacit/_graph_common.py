@@ -274,7 +274,7 @@ PICKER_CHANCE = 0.2  # each picker should find the solution about as often as a 
 
 
 def picker_outcomes(vectors: np.ndarray, margin: float = 2.0) -> dict[str, np.ndarray]:
-    """How each context-blind picker (builds/pickers.py) fares on option 0 of each option set:
+    """How each context-blind picker (vrforge/pickers.py) fares on option 0 of each option set:
     1.0 when it clearly picks it, 0.0 when it clearly picks another option, 0.5 when too close
     to call.
 
