@@ -146,8 +146,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 def _manifest_kind(folder: Path) -> str:
     """"cfworld" for a CF-World release folder, "tacit" otherwise (the audit reports a bad manifest)."""
+    from vrforge.schemas.layout import MANIFEST_FILE
+
     try:
-        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "tacit"
     return manifest.get("kind", "tacit") if isinstance(manifest, dict) else "tacit"
