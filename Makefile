@@ -47,6 +47,7 @@ bench: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/python .ci/typecheck.py
 
 clean:
 	rm -rf build dist *.egg-info samples .pytest_cache .ruff_cache

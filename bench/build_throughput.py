@@ -24,15 +24,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from vrforge.schemas.layout import DIFFICULTIES, RESOLUTIONS
+
 TASK = "maze"
-RESOLUTIONS = (512, 1024, 2048)
 IMAGES_PER_PUZZLE = 6  # puzzle, solution, four distractors
 
 
 def _recipe(per_difficulty: int) -> dict:
     return {
         "name": "bench", "version": "0.0.0", "seed": 1, "resolutions": list(RESOLUTIONS), "rows_per_shard": 50,
-        "tasks": {TASK: {"count": per_difficulty, "difficulties": ["easy", "medium", "hard"]}},
+        "tasks": {TASK: {"count": per_difficulty, "difficulties": list(DIFFICULTIES)}},
     }
 
 
@@ -56,20 +57,13 @@ def run_pipeline(per_difficulty: int) -> dict:
 
 def _svgs(per_difficulty: int) -> list[bytes]:
     """The SVGs of the same puzzles the build makes (puzzle, solution, four distractors)."""
-    from vrforge.registry import get_task
-    from vrforge.seeding import derive_seed, item_rng
-    from vrforge.types import RejectedPuzzle
+    from vrforge.registry import accepted_puzzle, get_task
 
     spec = get_task(TASK)
     svgs = []
-    for difficulty in ("easy", "medium", "hard"):
+    for difficulty in DIFFICULTIES:
         for index in range(per_difficulty):
-            for attempt in range(25):
-                try:
-                    puzzle = spec.generate(spec.config(difficulty), item_rng(derive_seed(1, TASK, difficulty, index, attempt)))
-                    break
-                except RejectedPuzzle:
-                    continue
+            puzzle = accepted_puzzle(spec, difficulty, index, seed=1)
             svgs += [spec.draw(puzzle.meta, answer).encode() for answer in [None, puzzle.solution, *puzzle.distractors]]
     return svgs
 

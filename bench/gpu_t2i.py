@@ -123,6 +123,7 @@ def build_pipeline(arch: str, work_dir: Path, device: str = "cpu", dtype=None, s
         vae = _vae(tiny, 0.13025 if arch == "sdxl" else 0.18215)
         text_encoder = CLIPTextModel(clip_l)
         text_encoder_2 = CLIPTextModelWithProjection(clip_g) if arch == "sdxl" else None
+    pipe: Any
     if arch == "sdxl":
         pipe = StableDiffusionXLPipeline(
             vae=vae, text_encoder=text_encoder, text_encoder_2=text_encoder_2,

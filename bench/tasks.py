@@ -19,31 +19,21 @@ import sys
 import time
 from pathlib import Path
 
-from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
-from vrforge.registry import DIFFICULTIES, all_tasks, get_task
+from vrforge.pickers import PICKERS, pick_all, picker_accuracy
+from vrforge.registry import accepted_attempt, all_tasks, get_task
 from vrforge.render import rasterise
-from vrforge.seeding import derive_seed, item_rng
-from vrforge.types import RejectedPuzzle
+from vrforge.schemas.layout import DIFFICULTIES
 
 PICKER_LIMIT = 0.30
 CHANCE = 0.20
 SEED = 4242
-MAX_ATTEMPTS = 25
 
 
 def measure(job: tuple[str, str, int]) -> dict:
     task, difficulty, index = job
     spec = get_task(task)
-    rejected = 0
     started = time.perf_counter()
-    for attempt in range(MAX_ATTEMPTS):
-        try:
-            puzzle = spec.generate(spec.config(difficulty), item_rng(derive_seed(SEED, task, difficulty, index, attempt)))
-            break
-        except RejectedPuzzle:
-            rejected += 1
-    else:
-        raise RuntimeError(f"{task} {difficulty} {index}: every attempt rejected")
+    puzzle, rejected = accepted_attempt(spec, difficulty, index, SEED)
     svgs = [spec.draw(puzzle.meta, option) for option in puzzle.options()]
     seconds = time.perf_counter() - started
     options = [rasterise(svg, (256,))[256] for svg in svgs]

@@ -25,19 +25,19 @@ import yaml
 from tqdm import tqdm
 
 from vrforge.buffers import reuse_large_buffers
-from vrforge.builds.fileio import sha256_file, write_bytes_atomic, write_json_atomic
-from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
 from vrforge.cards.card import AUDIT_PENDING, audit_section, with_audit_section
+from vrforge.fileio import sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.imageio import UnusableImage, load_rgb
-from vrforge.registry import DIFFICULTIES, UnknownTask, get_task
-from vrforge.schemas.tacit import meta_errors
+from vrforge.pickers import PICKERS, pick_all, picker_accuracy
+from vrforge.registry import UnknownTask, get_task
+from vrforge.schemas.layout import AUDIT_FILE, BOOKKEEPING_FILES, CARD_FILE, DIFFICULTIES, MAIN_RESOLUTION, MANIFEST_FILE, config_name
 
 PICKER_LIMIT = 0.30
 PICKER_MIN_PUZZLES = 100  # below this a picker's accuracy is noise: reported, not judged
 GROWTH_MIN_PER_DIFFICULTY = 20  # likewise for the growth of mean difficulty statistics
 UNIFORM_P_MIN = 0.01
 MAX_LISTED_FAILURES = 50
-CARD = "README.md"
+CARD = CARD_FILE
 
 
 class AuditError(RuntimeError):
@@ -57,7 +57,7 @@ def chi_square_uniform(counts: list[int]) -> tuple[float, float]:
 def manifest_file_problems(folder: Path, manifest: dict[str, Any]) -> list[str]:
     """Every file of a release folder against the manifest: missing, unlisted, changed."""
     listed = manifest.get("files", {})
-    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {"manifest.json", "audit.json"}
+    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - set(BOOKKEEPING_FILES)
     return ([f"missing file {name}" for name in sorted(set(listed) - present)]
             + [f"file not in manifest: {name}" for name in sorted(present - set(listed))]
             + [f"sha256 mismatch: {name}" for name in sorted(set(listed) & present)
@@ -108,7 +108,7 @@ def _audit_shard(job: list[tuple[str, bool]]) -> dict[str, Any]:
             failures.append(f"{rid}: unknown task {first['task']!r}")
             continue
         meta = json.loads(first["meta"])
-        errors = meta_errors(first["task"], meta)
+        errors = spec.meta_errors(meta)
         if errors:
             failures.append(f"{rid}: meta does not match its schema ({errors[0]})")
         for row, with_picks in versions:
@@ -143,9 +143,9 @@ def _row_failures(spec: Any, meta: dict[str, Any], row: dict[str, Any],
 
 def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, Any]:
     folder = Path(folder)
-    manifest_path = folder / "manifest.json"
+    manifest_path = folder / MANIFEST_FILE
     if not manifest_path.exists():
-        raise AuditError(f"{folder} has no manifest.json (not a built dataset folder)")
+        raise AuditError(f"{folder} has no {MANIFEST_FILE} (not a built dataset folder)")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     problems: list[str] = []
 
@@ -241,7 +241,7 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
     if report["passed"]:
         _write_audit_into_card(folder, manifest, card, report)
         report["manifest_sha256"] = sha256_file(manifest_path)
-    write_json_atomic(folder / "audit.json", report)
+    write_json_atomic(folder / AUDIT_FILE, report)
     return report
 
 
@@ -262,7 +262,7 @@ def _write_audit_into_card(folder: Path, manifest: dict[str, Any], card: str, re
     data = audited.encode("utf-8")
     write_bytes_atomic(folder / CARD, data)
     manifest["files"][CARD] = {"sha256": digest, "bytes": len(data)}
-    write_json_atomic(folder / "manifest.json", manifest)
+    write_json_atomic(folder / MANIFEST_FILE, manifest)
 
 
 def _sha256_text(text: str) -> str:
@@ -273,10 +273,8 @@ def _shard_jobs(manifest: dict[str, Any], shard_paths: dict[str, list[Path]]) ->
     """The card's parquet files grouped by shard: a task's files of one name (``hard-00001-of-00002``)
     across its resolution configs, each marked True when it is the smallest resolution's, where
     pickers are measured once per puzzle. A file of a config the recipe does not name stands alone."""
-    from vrforge.builds.plan import config_name
-
     recipe = manifest.get("recipe", {})
-    resolutions = sorted(recipe.get("resolutions", [1024]))
+    resolutions = sorted(recipe.get("resolutions", [MAIN_RESOLUTION]))
     owner = {config_name(task, res): (task, res) for task in recipe.get("tasks", {}) for res in resolutions}
     groups: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
     for key, files in shard_paths.items():

@@ -20,13 +20,14 @@ from tqdm import tqdm
 import vrforge
 from vrforge.builds.executors import Executor, LocalExecutor
 from vrforge.builds.item import STAGES
-from vrforge.builds.plan import MAIN_RESOLUTION, Shard, config_name, iter_shards
+from vrforge.builds.plan import Shard, iter_shards
 from vrforge.builds.recipe import Recipe
 from vrforge.builds.shards import SHARD_RECORDS, STATE_DIR, ShardReport
 from vrforge.builds.storage import Store, open_store
 from vrforge.cards.card import render_card
 from vrforge.cards.gallery import gallery_sheet
 from vrforge.registry import get_task
+from vrforge.schemas.layout import CARD_FILE, MAIN_RESOLUTION, MANIFEST_FILE, config_name, gallery_path, main_first
 
 
 class BuildError(RuntimeError):
@@ -87,8 +88,8 @@ def build(recipe: Recipe, out: Any, workers: int = 1, progress: bool = True, exe
 
 def _check_existing(store: Store, config_hash: str) -> bool:
     """True when the store already holds this exact build; raises if it holds anything else."""
-    if store.exists("manifest.json"):
-        recorded = store.read_json("manifest.json").get("config_hash")
+    if store.exists(MANIFEST_FILE):
+        recorded = store.read_json(MANIFEST_FILE).get("config_hash")
         if recorded == config_hash:
             return True
         raise BuildError(f"{store.location} holds a different build (config hash {str(recorded)[:12]}); choose another --out")
@@ -108,7 +109,7 @@ def _finish(recipe: Recipe, store: Store, config_hash: str, progress: bool) -> N
     for task in recipe.tasks:
         examples = [_gallery_example(store, Shard(task.task, difficulty, 0, _shard_count(recipe, task.count), 0, 0), main)
                     for difficulty in task.difficulties]
-        path = f"gallery/{task.task}.png"
+        path = gallery_path(task.task)
         store.write_bytes(path, gallery_sheet(examples))
         galleries.append(path)
         steps.update(1)
@@ -131,16 +132,16 @@ def _finish(recipe: Recipe, store: Store, config_hash: str, progress: bool) -> N
     counts: dict[str, dict[str, int]] = {}
     sizes: dict[str, dict[str, int]] = {}
     for task in recipe.tasks:
-        for res in sorted(recipe.resolutions, key=lambda r: (r != MAIN_RESOLUTION, r)):
+        for res in main_first(recipe.resolutions):
             name = config_name(task.task, res)
             counts[name] = {d: task.count for d in task.difficulties}
             sizes[name] = {d: sum(entry["bytes"] for rel, entry in files.items() if rel.startswith(f"data/{name}/{d}-"))
                            for d in task.difficulties}
     card = render_card(recipe, config_hash, counts, sizes, galleries).encode("utf-8")
-    store.write_bytes("README.md", card)
+    store.write_bytes(CARD_FILE, card)
     steps.update(1)
 
-    for rel in (*galleries, "README.md"):
+    for rel in (*galleries, CARD_FILE):
         files[rel] = {"sha256": store.sha256(rel), "bytes": store.size(rel)}
     manifest = {
         "name": recipe.name,
@@ -153,10 +154,10 @@ def _finish(recipe: Recipe, store: Store, config_hash: str, progress: bool) -> N
         "rejections": {task: dict(sorted(c.items())) for task, c in sorted(rejections.items())},
         "difficulty_stats": stats,
         # the card as built, before `vrforge audit` writes its figures into it
-        "card_unaudited_sha256": files["README.md"]["sha256"],
+        "card_unaudited_sha256": files[CARD_FILE]["sha256"],
         "files": dict(sorted(files.items())),
     }
-    store.write_json("manifest.json", manifest)
+    store.write_json(MANIFEST_FILE, manifest)
     store.remove_tree(STATE_DIR)
     steps.update(1)
     steps.close()

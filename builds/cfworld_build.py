@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -29,8 +28,8 @@ import pyarrow.parquet as pq
 import yaml
 
 import vrforge
-from vrforge.builds.fileio import sha256_file, temporary_path, write_bytes_atomic, write_json_atomic
 from vrforge.builds.recipe import RecipeError, read_recipe_toml
+from vrforge.fileio import atomic_target, sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.schemas.cfworld import Scenario, cfworld_features, scenario_schema_errors
 from vrforge.schemas.cfworld_probes import (
     AttributeProbe,
@@ -41,6 +40,7 @@ from vrforge.schemas.cfworld_probes import (
     denominalized_probe_features,
     rule_probe_features,
 )
+from vrforge.schemas.layout import AUDIT_FILE, BOOKKEEPING_FILES, CARD_FILE, MANIFEST_FILE
 
 KIND = "cfworld"
 CONFIGS = ("scenarios", "rule_decoupling", "attribute_decoupling", "denominalized")
@@ -251,10 +251,8 @@ def parquet_bytes(config: str, rows: list[dict[str, Any]], path: Path) -> None:
     """Write one config's rows with its explicit Features (so the card and the schema agree), atomically."""
     features = _features(config)
     table = pa.Table.from_pylist([features.encode_example(row) for row in rows], schema=features.arrow_schema)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_path(path)
-    pq.write_table(table, tmp, compression="zstd")
-    os.replace(tmp, path)
+    with atomic_target(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
 
 
 def data_path(config: str) -> str:
@@ -274,7 +272,8 @@ def pretty_name(recipe: CfworldRecipe) -> str:
 
 
 def card_metadata(recipe: CfworldRecipe, counts: dict[str, int], sizes: dict[str, int]) -> dict[str, Any]:
-    configs, infos = [], []
+    configs: list[dict[str, Any]] = []
+    infos: list[dict[str, Any]] = []
     for config in recipe.configs:
         entry: dict[str, Any] = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}]}
         if not configs:
@@ -328,7 +327,7 @@ def render_card(recipe: CfworldRecipe, hash_: str, tables: Tables, counts: dict[
 # ----------------------------------------------------------------------------- build
 
 def _check_out(out: Path, hash_: str) -> None:
-    manifest = out / "manifest.json"
+    manifest = out / MANIFEST_FILE
     if manifest.exists():
         try:
             recorded = json.loads(manifest.read_text(encoding="utf-8")).get("config_hash")
@@ -352,8 +351,8 @@ def build_cfworld_recipe(recipe: CfworldRecipe, out: Path) -> Path:
         parquet_bytes(config, tables.rows[config], path)
         counts[config] = len(tables.rows[config])
         sizes[config] = path.stat().st_size
-    write_bytes_atomic(out / "README.md", render_card(recipe, hash_, tables, counts, sizes).encode("utf-8"))
-    files = sorted(p for p in out.rglob("*") if p.is_file() and p.name not in ("manifest.json", "audit.json")
+    write_bytes_atomic(out / CARD_FILE, render_card(recipe, hash_, tables, counts, sizes).encode("utf-8"))
+    files = sorted(p for p in out.rglob("*") if p.is_file() and p.name not in BOOKKEEPING_FILES
                    and not p.name.startswith("."))
     manifest = {
         "kind": KIND,
@@ -369,7 +368,7 @@ def build_cfworld_recipe(recipe: CfworldRecipe, out: Path) -> Path:
         "denominalization": tables.denominalization,
         "files": {p.relative_to(out).as_posix(): {"sha256": sha256_file(p), "bytes": p.stat().st_size} for p in files},
     }
-    write_json_atomic(out / "manifest.json", manifest)
+    write_json_atomic(out / MANIFEST_FILE, manifest)
     return out
 
 
@@ -393,12 +392,12 @@ def audit_cfworld(folder: Path) -> dict[str, Any]:
     from vrforge.builds.audit import card_metadata as read_card_metadata
 
     folder = Path(folder)
-    manifest_path = folder / "manifest.json"
+    manifest_path = folder / MANIFEST_FILE
     if not manifest_path.exists():
-        raise CfworldBuildError(f"{folder} has no manifest.json (not a built dataset folder)")
+        raise CfworldBuildError(f"{folder} has no {MANIFEST_FILE} (not a built dataset folder)")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     problems = manifest_file_problems(folder, manifest)
-    card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").exists() else ""
+    card = (folder / CARD_FILE).read_text(encoding="utf-8") if (folder / CARD_FILE).exists() else ""
     try:
         metadata, configs = (read_card_metadata(card), card_configs(card)) if card else ({}, {})
     except AuditError as exc:
@@ -433,7 +432,7 @@ def audit_cfworld(folder: Path) -> dict[str, Any]:
               "config_hash": manifest.get("config_hash"), "files_checked": len(manifest.get("files", {})),
               "rows_checked": rows_checked,
               "problems": problems}
-    write_json_atomic(folder / "audit.json", report)
+    write_json_atomic(folder / AUDIT_FILE, report)
     return report
 
 
@@ -461,7 +460,7 @@ def cli_build_cfworld(args: argparse.Namespace) -> int:
             raise CfworldBuildError("--resolutions does not apply to CF-World (it has no images)")
         out = Path(args.out) if getattr(args, "out", None) else Path("datasets") / f"{recipe.name}-{recipe.version}"
         build_cfworld(args.recipe, out, limit=getattr(args, "limit", None))
-        manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads((out / MANIFEST_FILE).read_text(encoding="utf-8"))
     except CfworldBuildError as exc:
         print(f"vrforge build: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

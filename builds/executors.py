@@ -14,7 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import signal
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from itertools import islice, tee
 from typing import Any, Protocol
 
@@ -59,7 +59,7 @@ class LocalExecutor:
 
 
 def _pool_results(items: Iterator[PlanItem], resolutions: tuple[int, ...], config_hash: str,
-                  workers: int) -> Iterator[BuiltItem]:
+                  workers: int) -> Generator[BuiltItem, None, None]:
     """Built items in plan order; a bounded window of ``4 * workers`` items runs ahead in a pool."""
     context = multiprocessing.get_context("forkserver")
     pool = context.Pool(workers, initializer=_init_worker)
@@ -106,6 +106,7 @@ class DaskExecutor:
         self.client = client
         self.retries = retries
         self.in_flight = in_flight
+        self._cluster: Any = None  # a LocalCluster this executor started, closed with its client
 
     def check_store(self, store: Store) -> None:
         """``memory://`` lives inside one process: only an in-process cluster can write to it."""
@@ -143,9 +144,9 @@ class DaskExecutor:
         finally:
             if owned:
                 client.close()
-                cluster = getattr(client, "_vrforge_cluster", None)
-                if cluster is not None:
-                    cluster.close()
+                if self._cluster is not None:
+                    self._cluster.close()
+                    self._cluster = None
 
     def _client(self) -> tuple[Any, bool]:
         from distributed import Client, LocalCluster
@@ -155,9 +156,8 @@ class DaskExecutor:
         if self.address:
             return Client(self.address), True
         cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True, dashboard_address=":0")
-        client = Client(cluster)
-        client._vrforge_cluster = cluster
-        return client, True
+        self._cluster = cluster
+        return Client(cluster), True
 
 
 def _has_process_workers(client: Any) -> bool:

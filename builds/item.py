@@ -19,13 +19,11 @@ from typing import Any
 from PIL import Image
 
 from vrforge.builds.plan import PlanItem
-from vrforge.registry import get_task
+from vrforge.registry import MAX_ATTEMPTS, get_task
 from vrforge.render import encode_png, rasterise_images
-from vrforge.schemas.tacit import meta_errors
 from vrforge.seeding import derive_seed, item_rng
 from vrforge.types import RejectedPuzzle
 
-MAX_ATTEMPTS = 25
 STAGES = ("generate", "draw", "render", "check", "encode")
 
 
@@ -108,7 +106,7 @@ def build_item(item: PlanItem, resolutions: tuple[int, ...], config_hash: str) -
 def _check(spec: Any, puzzle: Any, solution: dict[int, Image.Image], distractors: list[dict[int, Image.Image]],
            resolutions: tuple[int, ...]) -> str | None:
     """The reason an attempt must be rejected, or None when it is acceptable."""
-    errors = meta_errors(spec.name, puzzle.meta)
+    errors = spec.meta_errors(puzzle.meta)
     if errors:
         return f"meta does not match its schema ({errors[0]})"
     for res in resolutions:

@@ -6,8 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from vrforge.builds.recipe import Recipe
-
-MAIN_RESOLUTION = 1024
+from vrforge.schemas.layout import config_name, item_id, shard_path
 
 
 @dataclass(frozen=True)
@@ -19,7 +18,7 @@ class PlanItem:
 
     @property
     def id(self) -> str:
-        return f"{self.task}-{self.difficulty}-{self.index:04d}"
+        return item_id(self.task, self.difficulty, self.index)
 
 
 @dataclass(frozen=True)
@@ -38,15 +37,10 @@ class Shard:
         return f"{self.task}-{self.difficulty}-{self.number:05d}"
 
     def filename(self, resolution: int) -> str:
-        return f"data/{config_name(self.task, resolution)}/{self.difficulty}-{self.number:05d}-of-{self.of:05d}.parquet"
+        return shard_path(config_name(self.task, resolution), self.difficulty, self.number, self.of)
 
     def items(self, recipe_seed: int) -> list[PlanItem]:
         return [PlanItem(self.task, self.difficulty, i, recipe_seed) for i in range(self.start, self.stop)]
-
-
-def config_name(task: str, resolution: int) -> str:
-    """Config ``maze`` holds the 1024 px images, ``maze-512`` and ``maze-2048`` the others."""
-    return task if resolution == MAIN_RESOLUTION else f"{task}-{resolution}"
 
 
 def iter_shards(recipe: Recipe) -> Iterator[Shard]:

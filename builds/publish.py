@@ -14,7 +14,8 @@ from pathlib import Path
 from huggingface_hub import HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
-from vrforge.builds.fileio import sha256_file
+from vrforge.fileio import sha256_file
+from vrforge.schemas.layout import AUDIT_FILE, BOOKKEEPING_FILES, MANIFEST_FILE
 
 LARGE_FOLDER_FILES = 10_000  # above this, upload_large_folder (resumable, many commits)
 
@@ -37,9 +38,9 @@ class UploadPlan:
 def plan_upload(folder: Path, repo_id: str) -> UploadPlan:
     """Refuses unless the folder is audited and every file still matches its manifest."""
     folder = Path(folder)
-    manifest_path, audit_path = folder / "manifest.json", folder / "audit.json"
+    manifest_path, audit_path = folder / MANIFEST_FILE, folder / AUDIT_FILE
     if not manifest_path.exists():
-        raise PublishError(f"{folder} has no manifest.json (not a built dataset folder)")
+        raise PublishError(f"{folder} has no {MANIFEST_FILE} (not a built dataset folder)")
     if not audit_path.exists():
         raise PublishError(f"{folder} has not been audited: run `vrforge audit {folder}` first")
     audit = json.loads(audit_path.read_text(encoding="utf-8"))
@@ -50,7 +51,7 @@ def plan_upload(folder: Path, repo_id: str) -> UploadPlan:
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     listed = manifest["files"]
     present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
-    extra = sorted(present - set(listed) - {"manifest.json", "audit.json"})
+    extra = sorted(present - set(listed) - set(BOOKKEEPING_FILES))
     if extra:
         raise PublishError(f"file not in the manifest: {extra[0]} (the folder was modified after the build)")
     for name, entry in sorted(listed.items()):
@@ -69,7 +70,7 @@ def publish(folder: Path, plan: UploadPlan, private: bool = False) -> str:
         if plan.tag in tags:
             raise PublishError(f"{plan.repo_id} already has tag {plan.tag}; bump the recipe version to publish again")
         message = f"vrforge release {plan.tag}"
-        if len(plan.files) > LARGE_FOLDER_FILES:
+        if len(plan.files) > LARGE_FOLDER_FILES and hasattr(api, "upload_large_folder"):  # absent from hub 2.x
             api.upload_large_folder(repo_id=plan.repo_id, folder_path=folder, repo_type="dataset")
             revision = api.dataset_info(plan.repo_id).sha
             url = f"{api.endpoint}/datasets/{plan.repo_id}/tree/{revision}"

@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vrforge.registry import DIFFICULTIES, UnknownTask, get_task
-from vrforge.render import RESOLUTIONS
+from vrforge.registry import UnknownTask, get_task
+from vrforge.schemas.layout import DIFFICULTIES, RESOLUTIONS
 
 KNOWN_KEYS = {"name", "version", "seed", "license", "resolutions", "rows_per_shard", "tasks"}
 TASK_KEYS = {"count", "difficulties"}

@@ -22,7 +22,8 @@ from typing import IO, Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from vrforge.builds.fileio import write_bytes_atomic
+from vrforge.fileio import write_bytes_atomic
+from vrforge.schemas.layout import CARD_FILE
 
 TEMP_SUFFIX = ".tmp"
 
@@ -197,10 +198,10 @@ def load_release(location: str | os.PathLike, config: str, split: str | None = N
     from vrforge.builds.audit import card_configs
 
     store = Store(location)
-    configs = card_configs(store.read_bytes("README.md").decode("utf-8"))
+    configs = card_configs(store.read_bytes(CARD_FILE).decode("utf-8"))
     if config not in configs:
         raise ValueError(f"{location} has no config {config!r} (configs: {', '.join(sorted(configs))})")
-    files = {name: store.path(glob) if store.local else f"{location.rstrip('/')}/{glob}"
+    files = {name: store.path(glob) if store.local else f"{str(location).rstrip('/')}/{glob}"
              for name, glob in configs[config].items()}
     return datasets.load_dataset("parquet", data_files=files, split=split,
                                  storage_options=store.storage_options or None, **kwargs)

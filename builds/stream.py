@@ -24,7 +24,7 @@ from vrforge.builds.item import build_item
 from vrforge.builds.plan import PlanItem
 from vrforge.builds.recipe import Recipe, RecipeError
 from vrforge.registry import get_task
-from vrforge.render import RESOLUTIONS
+from vrforge.schemas.layout import RESOLUTIONS
 from vrforge.schemas.tacit import tacit_features
 
 DEFAULT_BLOCK = 16  # indices per datasets shard: small enough to spread over loader workers
@@ -111,16 +111,16 @@ def torch_dataset(source: PuzzleSource, rank: int | None = None, world_size: int
     import torch.utils.data
 
     source.validate()
-    rank = int(os.environ.get("RANK", 0)) if rank is None else rank
-    world_size = int(os.environ.get("WORLD_SIZE", 1)) if world_size is None else world_size
+    this_rank: int = int(os.environ.get("RANK", 0)) if rank is None else rank
+    ranks: int = int(os.environ.get("WORLD_SIZE", 1)) if world_size is None else world_size
 
     class PuzzleStream(torch.utils.data.IterableDataset):
         def __len__(self) -> int:
-            return len(partition(range(source.start, source.stop), rank, world_size, 0, 1))
+            return len(partition(range(source.start, source.stop), this_rank, ranks, 0, 1))
 
         def __iter__(self) -> Iterator[dict[str, Any]]:
             info = torch.utils.data.get_worker_info()
             worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
-            yield from iter_rows(source, partition(range(source.start, source.stop), rank, world_size, worker, workers))
+            yield from iter_rows(source, partition(range(source.start, source.stop), this_rank, ranks, worker, workers))
 
     return PuzzleStream()

@@ -4,19 +4,42 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from importlib import resources
 from string import Template
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
-from vrforge.builds.pickers import PICKERS
-from vrforge.builds.plan import MAIN_RESOLUTION, config_name
-from vrforge.builds.recipe import Recipe
+from vrforge.pickers import PICKERS
 from vrforge.registry import get_task
+from vrforge.schemas.layout import SPLITS, config_name, main_first, split_glob
 from vrforge.schemas.tacit import tacit_features
 
-SPLITS = ("easy", "medium", "hard")
+
+class CardTask(Protocol):
+    @property
+    def task(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def difficulties(self) -> tuple[str, ...]: ...
+
+
+class CardRecipe(Protocol):
+    """What the card reads of a build recipe (``vrforge.builds.recipe.Recipe``), named here so
+    the card does not import the build system that calls it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def license(self) -> str: ...
+    @property
+    def resolutions(self) -> tuple[int, ...]: ...
+    @property
+    def tasks(self) -> Sequence[CardTask]: ...
 
 
 def size_category(rows: int) -> str:
@@ -26,21 +49,22 @@ def size_category(rows: int) -> str:
     return "n>1M"
 
 
-def pretty_name(recipe: Recipe) -> str:
+def pretty_name(recipe: CardRecipe) -> str:
     return f"TACIT {recipe.version}" if recipe.name == "tacit" else f"{recipe.name} {recipe.version}"
 
 
-def card_metadata(recipe: Recipe, counts: dict[str, dict[str, int]], sizes: dict[str, dict[str, int]]) -> dict:
+def card_metadata(recipe: CardRecipe, counts: dict[str, dict[str, int]], sizes: dict[str, dict[str, int]]) -> dict:
     """Licence, categories, one config per task x resolution (the first 1024 px one is the
     default) with its split globs, and ``dataset_info`` with features and split sizes."""
-    ordered = sorted(recipe.resolutions, key=lambda r: (r != MAIN_RESOLUTION, r))
+    ordered = main_first(recipe.resolutions)
     features = tacit_features()._to_yaml_list()
-    configs, infos = [], []
+    configs: list[dict[str, Any]] = []
+    infos: list[dict[str, Any]] = []
     for task in recipe.tasks:
         for res in ordered:
             name = config_name(task.task, res)
-            config = {"config_name": name,
-                      "data_files": [{"split": d, "path": f"data/{name}/{d}-*.parquet"} for d in task.difficulties]}
+            config: dict[str, Any] = {"config_name": name,
+                      "data_files": [{"split": d, "path": split_glob(name, d)} for d in task.difficulties]}
             if not configs:
                 config["default"] = True
             configs.append(config)
@@ -59,7 +83,7 @@ def card_metadata(recipe: Recipe, counts: dict[str, dict[str, int]], sizes: dict
     }
 
 
-def render_card(recipe: Recipe, config_hash: str, counts: dict[str, dict[str, int]], sizes: dict[str, dict[str, int]],
+def render_card(recipe: CardRecipe, config_hash: str, counts: dict[str, dict[str, int]], sizes: dict[str, dict[str, int]],
                 galleries: list[str]) -> str:
     """``counts`` and ``sizes`` (parquet bytes): config -> split -> value."""
     task_rows = ["| task | domain | difficulties (parameters) |", "|---|---|---|"]

@@ -35,8 +35,8 @@ def gallery_sheet(examples: Sequence[dict]) -> bytes:
         columns = _columns(aspect)
         tile_w = (SHEET_WIDTH - PAD * (columns + 1)) // columns
         tile_h = round(tile_w / aspect)
-        tiles = [image.resize((tile_w, tile_h), Image.Resampling.LANCZOS) for image in images]
-        blocks.append((columns, tile_w, tile_h, list(zip(tiles, frames))))
+        resized = [image.resize((tile_w, tile_h), Image.Resampling.LANCZOS) for image in images]
+        blocks.append((columns, tile_w, tile_h, list(zip(resized, frames))))
     height = sum(math.ceil(len(t) / c) * (h + PAD) for c, _, h, t in blocks) + GAP * (len(blocks) - 1) + PAD
     sheet = Image.new("RGB", (SHEET_WIDTH, height), (255, 255, 255))
     draw = ImageDraw.Draw(sheet)

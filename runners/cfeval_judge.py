@@ -174,7 +174,7 @@ _NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0, "cache_h
 
 
 def _record(scenario: Scenario, level: str, status: str, judge: str, persona: str, **extra: Any) -> dict[str, Any]:
-    base = {
+    base: dict[str, Any] = {
         "scenario_id": scenario.id, "domain": scenario.domain, "subdomain": scenario.subdomain, "level": level,
         "image": f"{scenario.id}/{level}.png", "status": status, "judge": judge, "persona": persona,
         "questions": [], "dimension_scores": {}, "S": None, "usage": dict(_NO_USAGE), "cached": False,
@@ -202,7 +202,8 @@ def judge_image(client: Any, scenario: Scenario, level: str, images_dir: Path, s
         result = client.complete_json(messages, response_schema(len(questions)), SCHEMA_NAME, validate=check_answer(len(questions)))
     except ChatError as exc:
         return _record(scenario, level, "failed", judge, persona_name, error=f"{exc.kind}: {exc.message}")
-    scored, clipped = [], 0
+    scored: list[dict[str, Any]] = []
+    clipped = 0
     for i, q in enumerate(questions, 1):
         entry = result.data[f"q{i}"]
         raw = float(entry["score"])
@@ -290,7 +291,7 @@ def summarize(records: Sequence[dict[str, Any]], settings: JudgeSettings, judge_
               label: str) -> dict[str, Any]:
     """results.json: configuration, counts, usage totals, failures and the metrics."""
     statuses = Counter(r["status"] for r in records)
-    usage = Counter()
+    usage: Counter[str] = Counter()
     for r in records:
         usage.update(r["usage"])
     return {
@@ -319,7 +320,7 @@ def _metric_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def write_outputs(out_dir: Path, records: Sequence[dict[str, Any]], results: dict[str, Any]) -> tuple[Path, Path]:
-    from vrforge.builds.fileio import write_bytes_atomic
+    from vrforge.fileio import write_bytes_atomic
 
     lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
     write_bytes_atomic(out_dir / JUDGEMENTS_FILE, lines.encode("utf-8"))
@@ -458,11 +459,11 @@ def _make_client(args: argparse.Namespace, cache_dir: Path | None) -> tuple[Any,
         return LocalJudgeClient(config, cache_dir), info
     from vrforge.openai_client import ChatClient, ChatConfig
 
-    config = ChatConfig(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env, timeout_s=args.timeout,
-                        max_retries=args.max_retries, backoff_s=args.backoff, temperature=args.temperature,
-                        max_tokens=args.max_tokens, seed=args.seed)
+    chat = ChatConfig(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env, timeout_s=args.timeout,
+                      max_retries=args.max_retries, backoff_s=args.backoff, temperature=args.temperature,
+                      max_tokens=args.max_tokens, seed=args.seed)
     info = {"model": args.model, "temperature": args.temperature, "seed": args.seed, "max_tokens": args.max_tokens}
-    return ChatClient(config, cache_dir), info
+    return ChatClient(chat, cache_dir), info
 
 
 def cli_judge(args: argparse.Namespace) -> int:

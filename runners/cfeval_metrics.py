@@ -31,7 +31,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 LEVELS = ("l1", "l2", "l3")
 DIMENSIONS = ("visual_integrity", "assessment_point", "logic_consistency")
@@ -276,8 +276,8 @@ def judge_agreement(scores_a: Mapping[Any, float | None], scores_b: Mapping[Any,
                     threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
     """Agreement of two judges on the images both scored (keys such as (scenario_id, level))."""
     keys = sorted(k for k in scores_a if k in scores_b and scores_a[k] is not None and scores_b[k] is not None)
-    x = [float(scores_a[k]) for k in keys]
-    y = [float(scores_b[k]) for k in keys]
+    x = [float(cast(float, scores_a[k])) for k in keys]
+    y = [float(cast(float, scores_b[k])) for k in keys]
     return {
         "n": len(keys),
         "pearson": pearson(x, y),
@@ -313,7 +313,7 @@ def calibration_sweep(judge_scores: Mapping[Any, float | None], human_pass: Mapp
     truth = [bool(human_pass[k]) for k in keys]
     rows = []
     for t in thresholds:
-        predicted = [float(judge_scores[k]) >= t for k in keys]
+        predicted = [float(cast(float, judge_scores[k])) >= t for k in keys]
         rows.append({"threshold": t, **binary_scores(predicted, truth)})
     return rows
 

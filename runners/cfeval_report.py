@@ -214,7 +214,7 @@ def plot_report(report: dict[str, Any], path: Path) -> bool:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
     plt.close(fig)
-    from vrforge.builds.fileio import write_bytes_atomic
+    from vrforge.fileio import write_bytes_atomic
 
     write_bytes_atomic(path, buffer.getvalue())
     return True
@@ -231,7 +231,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cli_report(args: argparse.Namespace) -> int:
     """``vrforge cfeval report``: 0 on success, 2 on bad input."""
-    from vrforge.builds.fileio import write_bytes_atomic
+    from vrforge.fileio import write_bytes_atomic
 
     try:
         if not 0 <= args.threshold <= 1:
@@ -341,7 +341,7 @@ def add_calibrate_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cli_calibrate(args: argparse.Namespace) -> int:
     """``vrforge cfeval calibrate``: 0 on success, 2 on bad input or no image both judged and human-rated."""
-    from vrforge.builds.fileio import write_bytes_atomic
+    from vrforge.fileio import write_bytes_atomic
 
     try:
         thresholds = metrics.threshold_grid(args.start, args.stop, args.step)

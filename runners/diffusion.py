@@ -38,7 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vrforge import fileio
+from vrforge.fileio import temporary_path, write_bytes_atomic
 from vrforge.runners.items import GenerationItem, ItemsError
+from vrforge.schemas.layout import DIFFICULTIES
 
 KINDS = ("t2i", "tacit-generate")
 DTYPE_NAMES = ("auto", "bf16", "fp16", "fp32")
@@ -77,36 +80,15 @@ def dtype_name(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def temporary_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp")
-
-
 def write_png_atomic(path: Path, image) -> None:
-    """Encode and write under a hidden name in the same folder, then rename; never leaves a partial file."""
+    """Encode, then write under a hidden name in the same folder and rename; never leaves a partial file."""
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_path(path)
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(buffer.getvalue())
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_bytes_atomic(path, buffer.getvalue())
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_path(path)
-    try:
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    fileio.write_json_atomic(path, data, ensure_ascii=False)
 
 
 def package_versions() -> dict[str, str | None]:
@@ -170,7 +152,7 @@ def load_pipeline(spec: ModelSpec, kind: str, torch_dtype, progress: bool = True
         loader = getattr(diffusers, spec.pipeline_class, None)
         if not (inspect.isclass(loader) and issubclass(loader, diffusers.DiffusionPipeline)):
             raise RunError(f"--pipeline-class {spec.pipeline_class!r} is not a diffusers pipeline class")
-        loaders = [loader]
+        loaders: list[Any] = [loader]
     elif spec.custom_pipeline:
         loaders = [diffusers.DiffusionPipeline]
     else:  # the auto class picks the task's variant (img2img of a text-to-image model); others load as named
@@ -318,7 +300,7 @@ def generation_size(settings: CallSettings, input_size: tuple[int, int] | None) 
     width, height = input_size
     if settings.size:  # the longer side becomes --size, aspect kept
         scale = settings.size / max(width, height)
-        width, height = width * scale, height * scale
+        return _multiple(width * scale), _multiple(height * scale)
     return _multiple(width), _multiple(height)
 
 
@@ -395,6 +377,7 @@ def generate_items(pipe, items: Sequence[GenerationItem], out_dir: Path, *, seed
 
     def input_image(item: GenerationItem):
         if item.id not in inputs:
+            assert item.image is not None  # image-conditioned items carry their input
             inputs[item.id] = item.image.load()
         return inputs[item.id]
 
@@ -492,6 +475,7 @@ def run(config: RunConfig, items: Sequence[GenerationItem], pipe=None, model_inf
     t0 = time.perf_counter()
     if pipe is None:
         pipe, model_info = load_pipeline(config.spec, config.kind, torch_dtype, progress=config.progress)
+    assert model_info is not None  # loaded with the pipeline, or given with it
     pipe = pipe.to(state.device)
     if hasattr(pipe, "set_progress_bar_config"):
         pipe.set_progress_bar_config(disable=True)
@@ -634,7 +618,7 @@ def add_generate_arguments(parser: argparse.ArgumentParser, kind: str) -> None:
     else:
         parser.add_argument("dataset", help="a built TACIT dataset folder")
         parser.add_argument("--tasks", nargs="+", help="only these tasks")
-        parser.add_argument("--difficulties", nargs="+", choices=["easy", "medium", "hard"], help="only these difficulties")
+        parser.add_argument("--difficulties", nargs="+", choices=DIFFICULTIES, help="only these difficulties")
         parser.add_argument("--input-resolution", type=int, help="which configs' puzzle images to use (default 1024 px)")
         parser.add_argument("--limit", type=int, help="only the first N puzzles per task and difficulty")
         parser.add_argument("--strength", type=float, help="img2img strength (pipeline default when unset)")

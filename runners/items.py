@@ -30,31 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from vrforge.schemas.cfworld import LEVELS, Scenario
+from vrforge.schemas.layout import OUTPUTS_FOLDER, difficulty_rank, output_name
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # becomes a folder name: no separators, no "..", no hidden names
 
-# One instruction per TACIT task, written from the task's description in the registry: what
-# to draw on the puzzle so that the answer image is the solved puzzle.
-TACIT_INSTRUCTIONS = {
-    "maze": "Solve the maze: draw one blue line through the cell centres from the green square to the red square, "
-            "changing layer only at matching coloured portals. Keep everything else unchanged.",
-    "raven": "Complete the matrix: draw the missing bottom-right panel so that every row follows its rules. "
-             "Keep the other panels unchanged.",
-    "logic_grid": "Solve the logic grid: fill every empty cell with a symbol so each symbol appears once per row and "
-                  "column, keeping the grey givens and obeying the ordering chevrons and forbidden marks.",
-    "graph_coloring": "Colour every node of the graph with one of the swatch colours so that adjacent nodes have "
-                      "different colours. Keep the edges and layout unchanged.",
-    "graph_isomorphism": "Colour the blank nodes of graph B with graph A's colours so that the colouring maps graph A "
-                         "onto graph B edge for edge. Keep graph A unchanged.",
-    "unknot": "Draw a frame around the one knot diagram that is the unknot. Leave the other diagrams unmarked.",
-    "ca_forward": "Fill the empty grid with the cellular automaton's state after the number of steps shown on the "
-                  "arrow, applying the drawn rule table and boundary.",
-    "ca_inverse": "Fill in the empty entries of the rule table so that one step of the rule turns the start grid "
-                  "into the grid shown after it.",
-    "ortho_projection": "Fill in the top, front and side view grids of the solid of stacked cubes drawn in isometric.",
-    "iso_reconstruction": "On the isometric floor, draw a solid of stacked cubes whose top, front and side views "
-                          "match the three given views.",
-}
+GENERIC_INSTRUCTION = "Solve the puzzle and draw the answer on it."
 
 
 class ItemsError(ValueError):
@@ -155,7 +135,7 @@ def _scenarios_from_folder(folder: Path) -> list[Scenario]:
     if shards:
         import pyarrow.parquet as pq
 
-        scenarios = []
+        scenarios: list[Scenario] = []
         for shard in shards:
             if "levels" not in pq.read_schema(shard).names:
                 continue  # another config of the same dataset (probes)
@@ -187,16 +167,14 @@ def _scenario(record: Any, where: str) -> Scenario:
 
 
 def tacit_instruction(task: str) -> str:
-    """The edit instruction for a task; a task added later falls back to its registry description."""
-    if task in TACIT_INSTRUCTIONS:
-        return TACIT_INSTRUCTIONS[task]
+    """The edit instruction for a task (its ``TaskSpec.instruction``); a task this installation
+    does not know gets a generic one."""
     from vrforge.registry import UnknownTask, get_task
 
     try:
-        description = get_task(task).description
+        return get_task(task).instruction
     except UnknownTask:
-        description = ""
-    return f"Solve the puzzle and draw the answer on it. {description}".strip()
+        return GENERIC_INSTRUCTION
 
 
 def tacit_items(dataset: str | Path, resolution: int | None = None, tasks: Sequence[str] | None = None,
@@ -209,7 +187,7 @@ def tacit_items(dataset: str | Path, resolution: int | None = None, tasks: Seque
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from vrforge.runners.scoring import DIFFICULTY_ORDER, ScoringError, chosen_configs, output_name
+    from vrforge.runners.scoring import ScoringError, chosen_configs
 
     folder = Path(dataset)
     try:
@@ -227,7 +205,7 @@ def tacit_items(dataset: str | Path, resolution: int | None = None, tasks: Seque
             rows.extend({**row, "shard": str(shard), "row": i} for i, row in enumerate(table.to_pylist()))
     if difficulties:
         rows = [r for r in rows if r["difficulty"] in difficulties]
-    rows.sort(key=lambda r: (r["task"], DIFFICULTY_ORDER.get(r["difficulty"], 9), r["difficulty"], r["index"]))
+    rows.sort(key=lambda r: (r["task"], difficulty_rank(r["difficulty"]), r["difficulty"], r["index"]))
     if limit is not None:
         taken: Counter = Counter()
         kept = []
@@ -241,7 +219,7 @@ def tacit_items(dataset: str | Path, resolution: int | None = None, tasks: Seque
     return [
         GenerationItem(
             id=r["id"], prompt=tacit_instruction(r["task"]),
-            output="model_output/" + output_name(r["task"], r["difficulty"], r["index"]),
+            output=f"{OUTPUTS_FOLDER}/" + output_name(r["task"], r["difficulty"], r["index"]),
             image=ImageRef(r["shard"], r["row"]),
             info={"task": r["task"], "difficulty": r["difficulty"], "index": r["index"], "input_resolution": resolution},
         )

@@ -29,26 +29,30 @@ accuracy with discriminative accuracy, overall, per task and per difficulty;
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
+from vrforge.schemas.layout import (
+    MAIN_RESOLUTION,
+    MANIFEST_FILE,
+    OUTPUTS_FOLDER,
+    difficulty_rank,
+    output_name,
+    parse_config_name,
+    parse_output_stem,
+)
 from vrforge.types import OPTION_COUNT
 
 FORMAT_VERSION = 1
-MAIN_RESOLUTION = 1024
-DIFFICULTY_ORDER = {"easy": 0, "medium": 1, "hard": 2}
 MISSING_REASON = "missing output"
 RESULTS_FILE = "results.json"
 SAMPLES_FILE = "samples.jsonl"
 _ROW_COLUMNS = ("id", "task", "difficulty", "index", "meta", "answer_index")
-_CONFIG_RE = re.compile(r"^(?P<task>.+?)(?:-(?P<res>\d+))?$")
-_FILE_ID_RE = re.compile(r"^(?P<task>.+)_(?P<difficulty>easy|medium|hard)_(?P<index>\d+)$")
 
 
 class ScoringError(Exception):
@@ -77,7 +81,7 @@ class Report:
 
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         """Write ``results.json`` and ``samples.jsonl`` into ``out_dir`` (atomically); returns both paths."""
-        from vrforge.builds.fileio import write_bytes_atomic
+        from vrforge.fileio import write_bytes_atomic
 
         out = Path(out_dir)
         results_path, samples_path = out / RESULTS_FILE, out / SAMPLES_FILE
@@ -117,9 +121,8 @@ def dataset_configs(dataset_dir: Path) -> dict[int, dict[str, Path]]:
     found: dict[int, dict[str, Path]] = defaultdict(dict)
     if data.is_dir():
         for folder in sorted(p for p in data.iterdir() if p.is_dir()):
-            match = _CONFIG_RE.match(folder.name)
-            resolution = int(match["res"]) if match["res"] else MAIN_RESOLUTION
-            found[resolution][match["task"]] = folder
+            task, resolution = parse_config_name(folder.name)
+            found[resolution][task] = folder
     return dict(found)
 
 
@@ -168,7 +171,7 @@ def read_rows(dataset_dir: str | Path, config_resolution: int | None = MAIN_RESO
             except (pa.ArrowException, OSError) as exc:
                 raise ScoringError(f"cannot read {shard} ({exc.__class__.__name__}: {str(exc).splitlines()[0]})") from None
             rows.extend(table.to_pylist())
-    rows.sort(key=lambda r: (r["task"], DIFFICULTY_ORDER.get(r["difficulty"], 9), r["difficulty"], r["index"]))
+    rows.sort(key=lambda r: (r["task"], difficulty_rank(r["difficulty"]), r["difficulty"], r["index"]))
     seen: set[str] = set()
     for row in rows:
         if row["id"] in seen:
@@ -177,9 +180,10 @@ def read_rows(dataset_dir: str | Path, config_resolution: int | None = MAIN_RESO
     return rows
 
 
-def _dataset_info(dataset_dir: Path) -> dict[str, Any]:
+def dataset_info(dataset_dir: Path) -> dict[str, Any]:
+    """name, version and config hash of a built dataset, from its manifest (empty when unreadable)."""
     try:
-        manifest = json.loads((Path(dataset_dir) / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads((Path(dataset_dir) / MANIFEST_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(manifest, dict):
@@ -207,7 +211,7 @@ class _Tally:
         return {key: _acc(c, n) for key, (c, n) in self.counts.items()}
 
 
-def _aggregate(items: Iterable[tuple[str, str, bool]]) -> dict[str, Any]:
+def aggregate(items: Iterable[tuple[str, str, bool]]) -> dict[str, Any]:
     """overall / per_task / per_difficulty / per_task_difficulty from (task, difficulty, correct)."""
     overall, tasks, diffs, both = _Tally(), _Tally(), _Tally(), _Tally()
     for task, difficulty, ok in items:
@@ -229,14 +233,9 @@ def _aggregate(items: Iterable[tuple[str, str, bool]]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- generative
 
 
-def output_name(task: str, difficulty: str, index: int) -> str:
-    """The reference release's answer-image path, relative to ``model_output/``."""
-    return f"{task}/{difficulty}/{task}_{difficulty}_{index:04d}.png"
-
-
 def _outputs_root(outputs_dir: Path) -> Path:
     """Accept the ``model_output`` folder itself or a folder holding it."""
-    inner = outputs_dir / "model_output"
+    inner = outputs_dir / OUTPUTS_FOLDER
     return inner if inner.is_dir() else outputs_dir
 
 
@@ -318,10 +317,10 @@ def score_generative(dataset_dir: str | Path, outputs_dir: str | Path, config_re
     summary = {
         "track": "generative",
         "format_version": FORMAT_VERSION,
-        "dataset": _dataset_info(dataset_dir),
+        "dataset": dataset_info(dataset_dir),
         "config_resolution": config_resolution,
         "samples_file": SAMPLES_FILE,
-        **_aggregate((s["task"], s["difficulty"], s["passed"]) for s in samples),
+        **aggregate((s["task"], s["difficulty"], s["passed"]) for s in samples),
         "failed_checks": {task: dict(sorted(failed_checks[task].items())) for task in sorted({r["task"] for r in rows})},
         "missing": {"total": sum(missing.values()), "per_task": dict(missing)},
         "unusable": {"total": sum(unusable.values()), "per_task": dict(unusable), "reasons": dict(unusable_reasons)},
@@ -332,7 +331,7 @@ def score_generative(dataset_dir: str | Path, outputs_dir: str | Path, config_re
 # --------------------------------------------------------------------------- discriminative
 
 
-def _is_index(value: Any) -> bool:
+def _is_index(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -347,7 +346,7 @@ def read_reference_results(results_json: str | Path) -> list[Any]:
 
 def write_reference_results(path: str | Path, entries: Iterable[Mapping[str, Any]]) -> Path:
     """Write entries in the reference format ``{"results": [{puzzle_id, task, difficulty, correct_index, selected_index}]}``."""
-    from vrforge.builds.fileio import write_bytes_atomic
+    from vrforge.fileio import write_bytes_atomic
 
     keys = ("puzzle_id", "task", "difficulty", "correct_index", "selected_index")
     results = []
@@ -392,9 +391,9 @@ def score_discriminative(dataset_dir: str | Path, results_json: str | Path | Non
             continue
         row = by_id.get(puzzle_id)
         if row is None:
-            match = _FILE_ID_RE.match(puzzle_id)
-            if match:
-                row = by_key.get((match["task"], match["difficulty"], int(match["index"])))
+            key = parse_output_stem(puzzle_id)
+            if key:
+                row = by_key.get(key)
         if row is None:
             reject(position, puzzle_id, "unknown puzzle_id")
             continue
@@ -424,15 +423,15 @@ def score_discriminative(dataset_dir: str | Path, results_json: str | Path | Non
                         "correct_index": correct_index, "selected_index": selected, "answer_index": row["answer_index"],
                         "correct": selected == correct_index})
 
-    samples.sort(key=lambda s: (s["task"], DIFFICULTY_ORDER.get(s["difficulty"], 9), s["difficulty"], s["index"]))
+    samples.sort(key=lambda s: (s["task"], difficulty_rank(s["difficulty"]), s["difficulty"], s["index"]))
     reasons = Counter(_reason_kind(r["reason"]) for r in rejected)
     answered = {s["id"] for s in samples}
     summary = {
         "track": "discriminative",
         "format_version": FORMAT_VERSION,
-        "dataset": _dataset_info(dataset_dir),
+        "dataset": dataset_info(dataset_dir),
         "samples_file": SAMPLES_FILE,
-        **_aggregate((s["task"], s["difficulty"], s["correct"]) for s in samples),
+        **aggregate((s["task"], s["difficulty"], s["correct"]) for s in samples),
         "entries": len(entries),
         "no_selection": no_selection,
         "not_answered": {"total": len(rows) - len(answered),
@@ -551,7 +550,7 @@ def _print_accuracy(summary: Mapping[str, Any]) -> None:
     for task, cell in sorted(summary["per_task"].items()):
         per_diff = summary["per_task_difficulty"].get(task, {})
         diffs = "  ".join(f"{d} {c['correct']}/{c['n']}" for d, c in
-                          sorted(per_diff.items(), key=lambda kv: DIFFICULTY_ORDER.get(kv[0], 9)))
+                          sorted(per_diff.items(), key=lambda kv: difficulty_rank(kv[0])))
         print(f"  {task}: {cell['correct']}/{cell['n']} = {100 * cell['accuracy']:.1f}%  ({diffs})")
 
 
@@ -599,7 +598,7 @@ def cli_score_discriminative(dataset: str, results: str, out: str | None = None)
 
 def cli_gap(generative_results: str, discriminative_results: str, out: str | None = None) -> int:
     """``vrforge score gap GEN_RESULTS.json DISC_RESULTS.json [--out FILE]``: prints the table, optionally writes JSON."""
-    from vrforge.builds.fileio import write_bytes_atomic
+    from vrforge.fileio import write_bytes_atomic
 
     try:
         gap = constructive_selective_gap(Path(generative_results), Path(discriminative_results))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from vrforge.runners.vlm_choice import LETTERS, Answer, BackendError, Question, parse_choice, pil_image
 
@@ -70,12 +70,12 @@ class LikelihoodBackend:
         """The chat-formatted prompt (the model's chat template; a plain USER/ASSISTANT layout without one)."""
         content: list[dict[str, str]] = []
         for kind, value in question.parts():
-            content.append({"type": "image"} if kind == "image" else {"type": "text", "text": value})
+            content.append({"type": "image"} if kind == "image" else {"type": "text", "text": cast(str, value)})
         return chat_prompt(self.processor, [{"role": "user", "content": content}])
 
     def answer(self, question: Question) -> Answer:
         self.load()
-        images = [pil_image(value) for kind, value in question.parts() if kind == "image"]
+        images = [pil_image(cast(bytes, value)) for kind, value in question.parts() if kind == "image"]
         inputs = self.processor(images=images, text=self.prompt_text(question), return_tensors="pt")
         inputs = inputs.to(self.model.device, dtype=self.model.dtype)
         scores = self.score(inputs, self.continuations[: len(question.options)])
@@ -130,7 +130,8 @@ class OpenAIBackend:
     def messages(self, question: Question) -> list[dict[str, Any]]:
         from vrforge.openai_client import image_part
 
-        content = [image_part(value) if kind == "image" else {"type": "text", "text": value} for kind, value in question.parts()]
+        content = [image_part(cast(bytes, value)) if kind == "image" else {"type": "text", "text": value}
+                   for kind, value in question.parts()]
         return [{"role": "user", "content": content}]
 
     def answer(self, question: Question) -> Answer:
@@ -186,7 +187,7 @@ def load_vlm(model: str, *, revision: str | None = None, dtype: str = "auto", de
         raise BackendError(f"cannot load the model {model!r} ({_first_line(exc)})") from None
     if "device_map" not in load:
         try:
-            loaded.to(target)
+            cast(Any, loaded).to(target)
         except (RuntimeError, ValueError, AssertionError) as exc:
             raise BackendError(f"cannot move the model to {target!r} ({_first_line(exc)})") from None
     loaded.eval()

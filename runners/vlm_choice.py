@@ -39,8 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from vrforge.builds.fileio import write_bytes_atomic
-from vrforge.runners.scoring import DIFFICULTY_ORDER, ScoringError, _aggregate, _dataset_info, dataset_configs, read_rows
+from vrforge.fileio import write_bytes_atomic
+from vrforge.runners.scoring import ScoringError, aggregate, dataset_configs, dataset_info, read_rows
+from vrforge.schemas.layout import MAIN_RESOLUTION, difficulty_rank
 from vrforge.types import OPTION_COUNT
 
 LETTERS = "ABCDE"
@@ -51,20 +52,18 @@ RUN_FILE = "run.json"
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
-# What the answer image shows, per task (the pictures carry no words, so the question says it).
-TASK_HINTS = {
-    "maze": "the route drawn from the green square to the red square, through the portals between layers",
-    "raven": "the matrix with its missing bottom-right panel drawn in",
-    "logic_grid": "the grid with every cell filled so that every rule shown holds",
-    "graph_coloring": "the graph with every node coloured from the swatches so that no two linked nodes share a colour",
-    "graph_isomorphism": "graph B coloured so that its colouring matches graph A edge for edge",
-    "unknot": "a frame around the one diagram that is the unknot",
-    "ca_forward": "the grid after the shown number of steps of the rule",
-    "ca_inverse": "the rule table with its empty entries filled in",
-    "ortho_projection": "the top, front and side view grids filled in",
-    "iso_reconstruction": "an isometric drawing of a solid that has the three views shown",
-}
 GENERIC_HINT = "the puzzle completed correctly"
+
+
+def task_hint(task: str) -> str:
+    """What the answer image shows (the pictures carry no words, so the question says it): the
+    task's ``TaskSpec.answer_hint``, or a generic hint for a task this installation does not know."""
+    from vrforge.registry import UnknownTask, get_task
+
+    try:
+        return get_task(task).answer_hint
+    except UnknownTask:
+        return GENERIC_HINT
 
 
 class ChoiceError(Exception):
@@ -101,7 +100,7 @@ class Question:
 
     @property
     def intro(self) -> str:
-        hint = TASK_HINTS.get(self.task, GENERIC_HINT)
+        hint = task_hint(self.task)
         return (f"The first image is a visual puzzle. Each of the next {len(self.options)} images, labelled "
                 f"{LETTERS[0]} to {LETTERS[len(self.options) - 1]}, is a candidate answer: {hint}. Exactly one is correct.")
 
@@ -250,8 +249,8 @@ def summarise(samples: Sequence[dict[str, Any]], rotations: int) -> dict[str, An
     return {
         "puzzles": len(samples),
         "rotations": rotations,
-        "single_pass": _aggregate((s["task"], s["difficulty"], s["correct"]) for s in samples),
-        "circular": _aggregate((s["task"], s["difficulty"], bool(s["circular_correct"])) for s in samples)
+        "single_pass": aggregate((s["task"], s["difficulty"], s["correct"]) for s in samples),
+        "circular": aggregate((s["task"], s["difficulty"], bool(s["circular_correct"])) for s in samples)
         if rotations > 1 else None,
         "consistent": {"n": len(samples), "count": sum(bool(s["consistent"]) for s in samples)} if rotations > 1 else None,
         "no_answer": {"single_pass": sum(s["selected_index"] is None for s in samples),
@@ -273,7 +272,7 @@ def reference_results(samples: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def _sort_key(row: dict[str, Any]) -> tuple:
-    return row["task"], DIFFICULTY_ORDER.get(row["difficulty"], 9), row["difficulty"], row["index"]
+    return row["task"], difficulty_rank(row["difficulty"]), row["difficulty"], row["index"]
 
 
 def plan_rows(dataset: Path, resolution: int | None, tasks: Sequence[str] | None, difficulties: Sequence[str] | None,
@@ -282,7 +281,7 @@ def plan_rows(dataset: Path, resolution: int | None, tasks: Sequence[str] | None
     try:
         configs = dataset_configs(dataset) if dataset.is_dir() else {}
         if resolution is None and configs:
-            resolution = 1024 if 1024 in configs else min(configs)
+            resolution = MAIN_RESOLUTION if MAIN_RESOLUTION in configs else min(configs)
         rows = read_rows(dataset, resolution, tasks)
     except ScoringError as exc:
         raise ChoiceError(str(exc)) from None
@@ -301,6 +300,7 @@ def plan_rows(dataset: Path, resolution: int | None, tasks: Sequence[str] | None
                 taken[key] += 1
                 kept.append(row)
         rows = kept
+    assert resolution is not None  # read_rows refused a folder without configs
     return resolution, rows
 
 
@@ -313,7 +313,7 @@ def load_items(dataset: Path, resolution: int, wanted: set[str]) -> Iterator[Ite
     columns = ["id", "task", "difficulty", "index", "answer_index", "puzzle", "solution", "distractors"]
     for task in sorted(configs):
         shards = sorted(configs[task].glob("*.parquet"),
-                        key=lambda p: (DIFFICULTY_ORDER.get(p.name.split("-")[0], 9), p.name))
+                        key=lambda p: (difficulty_rank(p.name.split("-")[0]), p.name))
         for shard in shards:
             try:
                 ids = pq.read_table(shard, columns=["id"]).column("id").to_pylist()
@@ -477,7 +477,7 @@ def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotati
         raise ChoiceError(f"--out {out} is a file, not a folder")
     resolution, rows = plan_rows(dataset, resolution, tasks, difficulties, limit)
     run = {"prompt_version": PROMPT_VERSION, "rotations": rotations, "resolution": resolution,
-           "dataset": _dataset_info(dataset), **backend.describe()}
+           "dataset": dataset_info(dataset), **backend.describe()}
     log = SampleLog(out / SAMPLES_FILE)
     try:
         check_run(out, run, has_samples=bool(log.samples))
@@ -495,7 +495,7 @@ def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotati
         log.close()
 
     samples = [log.samples[r["id"]] for r in rows]
-    summary = {"dataset": _dataset_info(dataset), "resolution": resolution, "prompt_version": PROMPT_VERSION,
+    summary = {"dataset": dataset_info(dataset), "resolution": resolution, "prompt_version": PROMPT_VERSION,
                **backend.describe(), **summarise(samples, rotations)}
     payload = {"results": reference_results(samples), "summary": summary}
     write_bytes_atomic(out / RESULTS_FILE, (json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode())

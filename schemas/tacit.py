@@ -1,14 +1,10 @@
-"""The TACIT row: its ``datasets.Features`` and the JSON Schema of each task's ``meta``."""
+"""The TACIT row: its fields and ``datasets.Features``. Each task's ``meta`` has a JSON Schema
+(``json/<task>.meta.schema.json`` for the built-in tasks), read through its ``TaskSpec``;
+the release layout around the rows is ``layout.py``."""
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from importlib import resources
-from typing import Any
-
 import datasets
-import jsonschema
 
 ROW_FIELDS = (
     "id", "task", "domain", "difficulty", "index", "seed", "puzzle", "solution", "distractors",
@@ -39,15 +35,3 @@ def tacit_features() -> datasets.Features:
             "generator_version": datasets.Value("string"),
         }
     )
-
-
-@cache
-def meta_schema(task: str) -> dict[str, Any]:
-    path = resources.files("vrforge.schemas") / "json" / f"{task}.meta.schema.json"
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def meta_errors(task: str, meta: dict[str, Any]) -> list[str]:
-    """Every way ``meta`` breaks its task's schema (empty when it validates)."""
-    validator = jsonschema.Draft202012Validator(meta_schema(task))
-    return [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in validator.iter_errors(meta)]

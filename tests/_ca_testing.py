@@ -8,25 +8,16 @@ from functools import cache
 import numpy as np
 from helpers import jpeg, resized
 
-from vrforge.builds.pickers import pick_all, picker_accuracy
-from vrforge.registry import get_task
+from vrforge.pickers import pick_all, picker_accuracy
+from vrforge.registry import accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise
-from vrforge.schemas.tacit import meta_errors
-from vrforge.seeding import derive_seed, item_rng
-from vrforge.types import RejectedPuzzle
 
 RESOLUTIONS = (512, 1024, 2048)
 
 
 def first_puzzle(task: str, difficulty: str, index: int = 0):
     """The puzzle the build would make for (seed 0, task, difficulty, index): first accepted attempt."""
-    spec = get_task(task)
-    for attempt in range(25):
-        try:
-            return spec.generate(spec.config(difficulty), item_rng(derive_seed(0, task, difficulty, index, attempt)))
-        except RejectedPuzzle:
-            continue
-    raise AssertionError("no puzzle in 25 attempts")
+    return accepted_puzzle(task, difficulty, index)
 
 
 @cache

@@ -23,7 +23,7 @@ from vrforge.builds.cfworld_build import (
     read_seed_scenarios,
     recipe_kind,
 )
-from vrforge.builds.fileio import sha256_file
+from vrforge.fileio import sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,13 +13,12 @@ import pytest
 from PIL import Image
 
 from vrforge.builds.item import build_item
-from vrforge.builds.pickers import pick_all, picker_accuracy
 from vrforge.builds.plan import PlanItem
 from vrforge.generators.tacit import _graph_common as gc
 from vrforge.generators.tacit import graph_coloring as task
-from vrforge.registry import get_task
+from vrforge.pickers import pick_all, picker_accuracy
+from vrforge.registry import accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise
-from vrforge.schemas.tacit import meta_errors
 from vrforge.seeding import item_rng
 from vrforge.types import RejectedPuzzle
 from vrforge.verifiers import graph_coloring as verifier
@@ -28,13 +27,7 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 
 def make(difficulty: str, seed: int = 0):
-    config = task.DIFFICULTIES[difficulty]
-    for attempt in range(20):
-        try:
-            return task.generate(config, item_rng(seed * 100 + attempt))
-        except RejectedPuzzle:
-            continue
-    raise AssertionError("no puzzle in 20 attempts")
+    return accepted_puzzle("graph_coloring", difficulty, 0, seed)
 
 
 def render(meta, answer, width: int = 512) -> np.ndarray:

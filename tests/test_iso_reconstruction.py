@@ -9,13 +9,11 @@ import numpy as np
 import pytest
 from helpers import jpeg, noise, resized
 
-from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
 from vrforge.generators.tacit import _voxels
-from vrforge.registry import get_task
+from vrforge.imagemetrics import ssim
+from vrforge.pickers import PICKERS, pick_all, picker_accuracy
+from vrforge.registry import accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise
-from vrforge.schemas.tacit import meta_errors
-from vrforge.seeding import derive_seed, item_rng
-from vrforge.types import RejectedPuzzle
 from vrforge.verifiers import iso_reconstruction as verifier
 from vrforge.verifiers import voxels
 
@@ -24,12 +22,7 @@ SPEC = get_task(TASK)
 
 
 def make(difficulty: str, index: int = 0, seed: int = 0):
-    for attempt in range(25):
-        try:
-            return SPEC.generate(SPEC.config(difficulty), item_rng(derive_seed(seed, TASK, difficulty, index, attempt)))
-        except RejectedPuzzle:
-            continue
-    raise AssertionError("no puzzle")
+    return accepted_puzzle(SPEC, difficulty, index, seed)
 
 
 def png(meta, answer, width: int = 512):
@@ -72,7 +65,7 @@ def test_solution_passes_at_every_resolution_and_matches_the_reference(puzzle, w
     verdict = SPEC.verify(puzzle.meta, png(puzzle.meta, puzzle.solution, width))
     assert verdict.passed, verdict.reason
     assert verdict.details["heights"] == puzzle.solution
-    strict = verifier.verify(puzzle.meta, png(puzzle.meta, puzzle.solution, width), strict=True)
+    strict = SPEC.check(puzzle.meta, png(puzzle.meta, puzzle.solution, width), strict=True)
     assert strict.passed and strict.details["ssim"] == pytest.approx(1.0)
     assert "ssim" not in verdict.details  # the reference render is paid for only in strict mode
 
@@ -87,9 +80,9 @@ def test_solution_survives_resizing_and_compression(puzzle, degrade):
 
 def test_strict_mode_needs_the_reference_pixels(puzzle):
     image = jpeg(png(puzzle.meta, puzzle.solution), 85)
-    lenient, strict = SPEC.verify(puzzle.meta, image), verifier.verify(puzzle.meta, image, strict=True)
-    assert lenient.passed and 0.95 < strict.details["ssim"] < verifier.STRICT_SSIM
-    assert strict.failed == [verifier.STRICT_CHECK]
+    lenient, strict = SPEC.verify(puzzle.meta, image), SPEC.check(puzzle.meta, image, strict=True)
+    assert lenient.passed and 0.95 < strict.details["ssim"] < SPEC.strict.threshold
+    assert strict.failed == ["ssim"]
 
 
 def test_every_solid_with_the_views_passes_not_only_the_reference():
@@ -100,8 +93,8 @@ def test_every_solid_with_the_views_passes_not_only_the_reference():
             image = png(p.meta, other, 1024)
             verdict = SPEC.verify(p.meta, image)
             assert verdict.passed, (other, verdict.reason)
-            strict = verifier.verify(p.meta, image, strict=True)
-            assert strict.failed == [verifier.STRICT_CHECK] and strict.details["ssim"] < verifier.STRICT_SSIM
+            strict = SPEC.check(p.meta, image, strict=True)
+            assert strict.failed == ["ssim"] and strict.details["ssim"] < SPEC.strict.threshold
             tried += 1
     assert tried >= 3
 
@@ -175,10 +168,11 @@ def test_generation_is_deterministic():
 def test_ssim_is_one_only_for_identical_pictures():
     rng = np.random.default_rng(0)
     image = rng.integers(0, 256, size=(64, 64, 3), dtype=np.uint8)
-    assert voxels.ssim(image, image) == 1.0
+    assert ssim(image, image) == 1.0
     changed = image.copy()
     changed[30, 30] = 255 - changed[30, 30]
-    assert voxels.ssim(image, changed) < verifier.STRICT_SSIM
+    assert ssim(image, changed) < SPEC.strict.threshold
+    assert ssim(image, image[:, :60]) == 0.0  # different shapes are not similar
 
 
 def test_pictures_have_no_text_and_share_the_drawing_code(puzzle):

@@ -11,23 +11,15 @@ import pytest
 from helpers import jpeg, noise, resized
 
 from vrforge.generators.tacit import maze
-from vrforge.registry import get_task
+from vrforge.registry import accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise
-from vrforge.schemas.tacit import meta_errors
-from vrforge.seeding import derive_seed, item_rng
-from vrforge.types import RejectedPuzzle
 from vrforge.verifiers import maze as verifier
 
 SPEC = get_task("maze")
 
 
 def make(difficulty: str, index: int = 0):
-    for attempt in range(25):
-        try:
-            return SPEC.generate(SPEC.config(difficulty), item_rng(derive_seed(0, "maze", difficulty, index, attempt)))
-        except RejectedPuzzle:
-            continue
-    raise AssertionError("no puzzle")
+    return accepted_puzzle(SPEC, difficulty, index)
 
 
 @pytest.fixture(scope="module", params=["easy", "medium", "hard"])

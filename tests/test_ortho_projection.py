@@ -9,13 +9,11 @@ import numpy as np
 import pytest
 from helpers import jpeg, noise, resized
 
-from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
 from vrforge.generators.tacit import _voxels
-from vrforge.registry import get_task
+from vrforge.pickers import PICKERS, pick_all, picker_accuracy
+from vrforge.registry import accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise
-from vrforge.schemas.tacit import meta_errors
-from vrforge.seeding import derive_seed, item_rng
-from vrforge.types import RejectedPuzzle
+from vrforge.seeding import item_rng
 from vrforge.verifiers import ortho_projection as verifier
 from vrforge.verifiers import voxels
 
@@ -24,12 +22,7 @@ SPEC = get_task(TASK)
 
 
 def make(difficulty: str, index: int = 0, seed: int = 0):
-    for attempt in range(25):
-        try:
-            return SPEC.generate(SPEC.config(difficulty), item_rng(derive_seed(seed, TASK, difficulty, index, attempt)))
-        except RejectedPuzzle:
-            continue
-    raise AssertionError("no puzzle")
+    return accepted_puzzle(SPEC, difficulty, index, seed)
 
 
 def png(meta, answer, width: int = 512):

@@ -11,13 +11,13 @@ import pytest
 from PIL import Image, ImageDraw
 
 from vrforge.generators.tacit import raven as gen
-from vrforge.registry import get_task
+from vrforge.registry import get_task, meta_errors
 from vrforge.render import encode_png, rasterise
-from vrforge.schemas.tacit import meta_errors
 from vrforge.seeding import item_rng
 from vrforge.types import RejectedPuzzle
 from vrforge.verifiers import raven as rv
 
+SPEC = get_task("raven")
 DIFFS = ("easy", "medium", "hard")
 # sha256 of the 512 px solution PNG for seed 0 (cairosvg rendering); update on a deliberate change.
 SNAPSHOTS = {
@@ -72,7 +72,7 @@ def test_oracle_passes_at_every_resolution_resize_and_jpeg(difficulty):
     for rgb in rasters.values():
         verdict = rv.verify(p.meta, rgb)
         assert verdict.passed, verdict.reason
-        assert rv.verify(p.meta, rgb, strict=True).details["ssim"] > 0.99
+        assert SPEC.check(p.meta, rgb, strict=True).details["ssim"] > 0.99
     base = rasters[512]
     for image in (resized(base, 0.9), resized(base, 1.1), jpeg(base), jpeg(resized(base, 0.9))):
         assert rv.verify(p.meta, image).passed
@@ -165,12 +165,11 @@ def test_equivalent_rotation_of_a_symmetric_shape_passes():
 def test_strict_mode_uses_ssim():
     p = puzzle("medium")
     rgb = render(p.meta, p.solution, 1024)
-    assert rv.verify(p.meta, rgb, strict=True).passed
-    assert "ssim" not in rv.verify(p.meta, rgb).checks
-    wrong = rv.verify(p.meta, render(p.meta, p.distractors[0], 1024), strict=True)
+    assert SPEC.check(p.meta, rgb, strict=True).passed
+    assert "ssim" not in SPEC.check(p.meta, rgb).checks
+    wrong = SPEC.check(p.meta, render(p.meta, p.distractors[0], 1024), strict=True)
     assert wrong.failed == [p.violations[0], "ssim"]
-    assert wrong.details["ssim"] < rv.STRICT_SSIM
-    assert rv.ssim(np.full((20, 20), 80.0), np.full((20, 20), 80.0)) == pytest.approx(1.0)
+    assert wrong.details["ssim"] < gen.STRICT_SSIM == SPEC.strict.threshold
 
 
 def test_bad_images_are_rejected():
@@ -255,7 +254,7 @@ def test_snapshot(difficulty):
 @pytest.mark.slow
 @pytest.mark.parametrize("difficulty", DIFFS)
 def test_context_blind_pickers(difficulty):
-    from vrforge.builds.pickers import pick_all, picker_accuracy
+    from vrforge.pickers import pick_all, picker_accuracy
 
     choices, answers = [], []
     for seed in range(200):

@@ -12,25 +12,17 @@ from helpers import jpeg, resized
 from PIL import Image
 
 from vrforge.builds.item import build_item
-from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
 from vrforge.builds.plan import PlanItem
-from vrforge.registry import DIFFICULTIES, all_tasks, get_task
+from vrforge.pickers import PICKERS, pick_all, picker_accuracy
+from vrforge.registry import DIFFICULTIES, accepted_puzzle, all_tasks, get_task
 from vrforge.render import rasterise
-from vrforge.seeding import derive_seed, item_rng
-from vrforge.types import RejectedPuzzle
 
 TASKS = [spec.name for spec in all_tasks()]
 PICKER_LIMIT = 0.30
 
 
 def generated(task: str, difficulty: str, index: int, seed: int = 11):
-    spec = get_task(task)
-    for attempt in range(25):
-        try:
-            return spec.generate(spec.config(difficulty), item_rng(derive_seed(seed, task, difficulty, index, attempt)))
-        except RejectedPuzzle:
-            continue
-    raise AssertionError(f"{task} {difficulty} {index}: every attempt rejected")
+    return accepted_puzzle(task, difficulty, index, seed)
 
 
 @pytest.mark.parametrize("task", TASKS)

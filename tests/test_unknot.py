@@ -10,23 +10,15 @@ import pytest
 from helpers import jpeg, noise, resized
 
 from vrforge.generators.tacit import unknot
-from vrforge.registry import get_task
+from vrforge.registry import accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise
-from vrforge.schemas.tacit import meta_errors
-from vrforge.seeding import derive_seed, item_rng
-from vrforge.types import RejectedPuzzle
 from vrforge.verifiers import unknot as verifier
 
 SPEC = get_task("unknot")
 
 
 def make(difficulty: str, index: int = 0, seed: int = 0):
-    for attempt in range(25):
-        try:
-            return SPEC.generate(SPEC.config(difficulty), item_rng(derive_seed(seed, "unknot", difficulty, index, attempt)))
-        except RejectedPuzzle:
-            continue
-    raise AssertionError("no puzzle")
+    return accepted_puzzle(SPEC, difficulty, index, seed)
 
 
 @pytest.fixture(scope="module", params=["easy", "medium", "hard"])
@@ -172,7 +164,7 @@ def test_snapshot_of_rendered_solution(difficulty):
 
 @pytest.mark.slow
 def test_context_blind_pickers_on_200_puzzles_per_difficulty():
-    from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
+    from vrforge.pickers import PICKERS, pick_all, picker_accuracy
 
     for difficulty in ("easy", "medium", "hard"):
         choices, answers = [], []

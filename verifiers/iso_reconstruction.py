@@ -10,9 +10,8 @@ taller one), and it passes when one of them has all three required views. Otherw
 checks are those of the drawn solid that matches the most views (ties: top, front, side
 order). So every solid with the right views passes, however it differs from the reference.
 
-``verify(..., strict=True)`` adds the paper's strict check (SSIM >= 0.99999 against the
-reference solution rendered the same way, reported as ``details["ssim"]``), which only a
-pixel-faithful copy of the reference passes.
+The strict mode (``vrforge verify --strict``: SSIM >= 0.99999 against the reference solution
+drawn the same way) sits with the task's drawing in ``generators/tacit/iso_reconstruction.py``.
 """
 
 from __future__ import annotations
@@ -22,17 +21,12 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
-from PIL import Image
 
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
-from vrforge.verifiers.voxel_drawing import draw_scene
-from vrforge.verifiers.voxels import VIEWS, interpretations, projections, read_triangles, ssim, usable_reason
+from vrforge.verifiers.voxels import VIEWS, interpretations, projections, read_triangles, usable_reason
 
 CHECKS = ("top_mismatch", "front_mismatch", "side_mismatch")
-STRICT_CHECK = "reference_ssim"
-STRICT_SSIM = 0.99999
-SSIM_MAX_WIDTH = 512  # larger answers are compared after the same box reduction of both images
 
 
 def judge(meta: Mapping[str, Any], labels: np.ndarray) -> tuple[dict[str, bool], dict[str, Any]]:
@@ -53,22 +47,7 @@ def judge(meta: Mapping[str, Any], labels: np.ndarray) -> tuple[dict[str, bool],
     return dict.fromkeys(CHECKS, False), {"solids": "several"}
 
 
-def reference_ssim(meta: Mapping[str, Any], rgb: np.ndarray) -> float:
-    """SSIM between ``rgb`` and the reference solution drawn at the same size."""
-    from vrforge.render import rasterise_cached
-
-    height, width = rgb.shape[:2]
-    reference = rasterise_cached(draw_scene(meta, heights=meta["heights"], views=meta["views"]), width)
-    answer = Image.fromarray(rgb)
-    if answer.size != reference.size:
-        answer = answer.resize(reference.size, Image.Resampling.BILINEAR)
-    if width > SSIM_MAX_WIDTH:
-        size = (SSIM_MAX_WIDTH, max(1, round(reference.height * SSIM_MAX_WIDTH / width)))
-        answer, reference = (im.resize(size, Image.Resampling.BOX) for im in (answer, reference))
-    return ssim(np.asarray(answer), np.asarray(reference))
-
-
-def verify(meta: Mapping[str, Any], image: Any, strict: bool = False) -> Verdict:
+def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
     try:
         rgb = load_rgb(image)
     except UnusableImage as exc:
@@ -77,7 +56,4 @@ def verify(meta: Mapping[str, Any], image: Any, strict: bool = False) -> Verdict
     if reason:
         return Verdict.unusable(reason)
     checks, details = judge(meta, read_triangles(meta, rgb))
-    if strict:  # a reference render per call: only when asked for
-        details["ssim"] = reference_ssim(meta, rgb)
-        checks[STRICT_CHECK] = details["ssim"] >= STRICT_SSIM
     return Verdict.from_checks(checks, details=details)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from vrforge.imageio import UnusableImage, load_rgb
+from vrforge.imagemetrics import luminance
 from vrforge.types import Verdict
 
 
@@ -27,7 +28,7 @@ def sample_colours(image: np.ndarray, points: np.ndarray, radius: int) -> np.nda
     return np.median(windows.reshape(len(points), -1, 3).astype(np.float32), axis=1)
 
 
-def nearest_palette(colours: np.ndarray, palette: Sequence[Sequence[int]]) -> np.ndarray:
+def nearest_palette(colours: np.ndarray, palette: Sequence[Sequence[int]] | np.ndarray) -> np.ndarray:
     """Index of the nearest palette colour (Euclidean in RGB) for each sampled colour."""
     reference = np.asarray(palette, dtype=np.float32)
     distances = ((colours[:, None, :] - reference[None, :, :]) ** 2).sum(axis=2)
@@ -37,6 +38,11 @@ def nearest_palette(colours: np.ndarray, palette: Sequence[Sequence[int]]) -> np
 def hex_to_rgb(value: str) -> tuple[int, int, int]:
     value = value.lstrip("#")
     return int(value[0:2], 16), int(value[2:4], 16), int(value[4:6], 16)
+
+
+def hex_luminance(value: str) -> float:
+    """The grey level of a ``#rrggbb`` colour (``vrforge.imagemetrics.luminance``)."""
+    return luminance(hex_to_rgb(value))
 
 
 ASPECT_TOLERANCE = 0.06

@@ -326,38 +326,3 @@ def usable_reason(meta: Mapping[str, Any], image: np.ndarray, min_unit_px: float
     layout = meta["layout"]
     smallest = min(layout["iso"]["unit"], *(g["cell"] for g in layout["grids"].values()))
     return layout_problem(layout, image, smallest, min_unit_px, "lattice unit")
-
-
-# ---------------------------------------------------------------- SSIM
-
-
-def ssim(a: np.ndarray, b: np.ndarray, window: int = 7) -> float:
-    """Mean structural similarity of two equally sized RGB (or grey) images, on integer
-    luminance, with a uniform ``window`` x ``window`` window and the constants of Wang et
-    al. (2004). Window sums are exact integer sums, so identical images give exactly 1."""
-    a, b = _grey(a), _grey(b)
-    if a.shape != b.shape or min(a.shape) < window:
-        return 0.0
-    area = window * window
-    c1, c2 = (0.01 * 255) ** 2, (0.03 * 255) ** 2
-
-    def box(v: np.ndarray) -> np.ndarray:
-        c = np.zeros((v.shape[0] + 1, v.shape[1] + 1), dtype=np.int64)
-        np.cumsum(np.cumsum(v, axis=0), axis=1, out=c[1:, 1:])
-        return (c[window:, window:] - c[:-window, window:] - c[window:, :-window] + c[:-window, :-window]).astype(np.float64)
-
-    sa, sb = box(a), box(b)
-    mu_a, mu_b = sa / area, sb / area
-    var_a = (box(a * a) * area - sa * sa) / area**2
-    var_b = (box(b * b) * area - sb * sb) / area**2
-    cov = (box(a * b) * area - sa * sb) / area**2
-    values = ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / ((mu_a**2 + mu_b**2 + c1) * (var_a + var_b + c2))
-    return float(values.mean())
-
-
-def _grey(image: np.ndarray) -> np.ndarray:
-    image = np.asarray(image)
-    if image.ndim == 3:
-        rgb = image[:, :, :3].astype(np.int64)
-        return (299 * rgb[:, :, 0] + 587 * rgb[:, :, 1] + 114 * rgb[:, :, 2] + 500) // 1000
-    return image.astype(np.int64)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import sys
 from pathlib import Path
@@ -20,22 +19,25 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     tasks = all_tasks()
     if args.json:
         print(json.dumps([{"name": t.name, "domain": t.domain, "version": t.version, "checks": list(t.checks),
-                           "difficulties": t.parameters()} for t in tasks], indent=2))
+                           "difficulties": t.parameters(), "difficulty_stat": t.difficulty_stat,
+                           "strict": {"check": t.strict.check, "threshold": t.strict.threshold} if t.strict else None,
+                           "module": t.generate.__module__} for t in tasks], indent=2))
         return 0
     for spec in tasks:
-        print(f"{spec.name}  (domain: {spec.domain}, version {spec.version})")
+        print(f"{spec.name}  (domain: {spec.domain}, version {spec.version}, from {spec.generate.__module__})")
         print(f"  {spec.description}")
         for difficulty, params in spec.parameters().items():
             print(f"  {difficulty:<7} " + ", ".join(f"{k}={v}" for k, v in params.items()))
-        print(f"  checks: {', '.join(spec.checks)}")
+        print(f"  checks: {', '.join(spec.checks)}; difficulty statistic: {spec.difficulty_stat}"
+              + (f"; strict mode: {spec.strict.check} >= {spec.strict.threshold}" if spec.strict else ""))
     return 0
 
 
 def _cmd_sample(args: argparse.Namespace) -> int:
-    from vrforge.builds.fileio import write_bytes_atomic
     from vrforge.builds.item import ItemFailed, build_item
     from vrforge.builds.plan import PlanItem
     from vrforge.builds.recipe import RecipeError, _resolutions
+    from vrforge.fileio import write_bytes_atomic
     from vrforge.registry import UnknownTask, get_task
 
     try:
@@ -132,13 +134,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     meta = _read_meta(Path(args.meta))
     if meta.get("task", args.task) != args.task:
         raise UserError(f"{args.meta} is meta for task {meta.get('task')!r}, not {args.task!r}")
-    options = {}
-    if args.strict:
-        if "strict" not in inspect.signature(spec.verify).parameters:
-            raise UserError(f"task {args.task!r} has no strict (SSIM) mode")
-        options["strict"] = True
+    if args.strict and spec.strict is None:
+        raise UserError(f"task {args.task!r} has no strict (SSIM) mode")
     try:
-        verdict = spec.verify(meta, Path(args.image), **options)
+        verdict = spec.check(meta, Path(args.image), strict=args.strict)
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise UserError(f"{args.meta} is not valid {args.task} meta ({type(exc).__name__}: {exc})") from None
     print(json.dumps(verdict.to_dict(), indent=2))
@@ -186,8 +185,10 @@ def _audit_folder(folder: Path, args: argparse.Namespace, shown: str | None = No
 
 def _manifest_kind(folder: Path) -> str:
     """"cfworld" for a CF-World release folder, "tacit" otherwise (the audit reports a bad manifest)."""
+    from vrforge.schemas.layout import MANIFEST_FILE
+
     try:
-        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "tacit"
     return manifest.get("kind", "tacit") if isinstance(manifest, dict) else "tacit"
@@ -284,8 +285,7 @@ def _read_meta(path: Path) -> dict[str, Any]:
 
 def _parser() -> argparse.ArgumentParser:
     from vrforge import __version__
-    from vrforge.registry import DIFFICULTIES
-    from vrforge.render import RESOLUTIONS
+    from vrforge.schemas.layout import DIFFICULTIES, MAIN_RESOLUTION, RESOLUTIONS
 
     parser = argparse.ArgumentParser(prog="vrforge", description="Build, publish and evaluate visual-reasoning benchmarks.")
     parser.add_argument("--version", action="version", version=f"vrforge {__version__}")
@@ -367,14 +367,14 @@ def _parser() -> argparse.ArgumentParser:
     from vrforge.runners.vlm_choice import add_arguments as add_choice_arguments
 
     p = sub.add_parser("run", help="run models: text-to-image on CF-World, image editing and multiple choice on TACIT")
-    run = p.add_subparsers(dest="run_command", required=True)
-    q = run.add_parser("t2i", help="one image per CF-World scenario and level (diffusers)")
+    runs = p.add_subparsers(dest="run_command", required=True)
+    q = runs.add_parser("t2i", help="one image per CF-World scenario and level (diffusers)")
     add_generate_arguments(q, "t2i")
     q.set_defaults(func=_cmd_run_generate)
-    q = run.add_parser("tacit-generate", help="puzzle image -> answer image, the TACIT generative track (diffusers)")
+    q = runs.add_parser("tacit-generate", help="puzzle image -> answer image, the TACIT generative track (diffusers)")
     add_generate_arguments(q, "tacit-generate")
     q.set_defaults(func=_cmd_run_generate)
-    q = run.add_parser("tacit-choice", help="a VLM picks among the five options (discriminative track), with circular rotation")
+    q = runs.add_parser("tacit-choice", help="a VLM picks among the five options (discriminative track), with circular rotation")
     add_choice_arguments(q)
     q.set_defaults(func=_cmd_run_choice)
 
@@ -384,7 +384,7 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("dataset", help="a built TACIT dataset folder")
     q.add_argument("outputs", help="the model_output folder (or the folder holding it)")
     q.add_argument("--out", help="report folder (default ./score-generative)")
-    q.add_argument("--resolution", type=int, default=1024, choices=RESOLUTIONS, help="which configs' rows to score against")
+    q.add_argument("--resolution", type=int, default=MAIN_RESOLUTION, choices=RESOLUTIONS, help="which configs' rows to score against")
     q.add_argument("--tasks", nargs="+", help="only these tasks")
     q.add_argument("--workers", type=int, default=1)
     q.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -403,7 +403,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="check an answer image against a puzzle's meta")
     p.add_argument("task")
     p.add_argument("--meta", required=True, help="the row's meta as a JSON file")
-    p.add_argument("--strict", action="store_true", help="also require SSIM against the reference (raven, iso_reconstruction)")
+    p.add_argument("--strict", action="store_true",
+                   help="also require SSIM against the task's reference drawing (see `vrforge tasks`)")
     p.add_argument("image")
     p.set_defaults(func=_cmd_verify)
 

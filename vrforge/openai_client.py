@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +24,8 @@ from typing import Any
 
 import jsonschema
 import openai
+
+from vrforge.fileio import write_json_atomic
 
 log = logging.getLogger(__name__)
 
@@ -145,20 +146,9 @@ def answer_problem(data: dict, validator: Any, validate: Callable[[dict], Any] |
 
 
 def write_cache_entry(path: Path, entry: dict) -> None:
-    """One cached answer as JSON, written atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = (json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-    # A unique hidden name per writer: two threads answering the same request never share a temp file.
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(payload)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """One cached answer as JSON, written atomically; a unique temporary name per writer, as two
+    threads answering the same request may write the same entry at once."""
+    write_json_atomic(path, entry, ensure_ascii=False, unique=True)
 
 
 def _one_line(text: str) -> str:

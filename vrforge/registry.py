@@ -1,22 +1,71 @@
-"""The task registry: every TACIT task registers one ``TaskSpec`` under a unique name."""
+"""The task registry: every TACIT task registers one complete ``TaskSpec`` under a unique name.
+
+A ``TaskSpec`` is everything the system knows about a task: how to generate a puzzle, how
+to draw it, how to verify an answer image, the JSON Schema of its ``meta``, the instruction
+the generative-track runners give a model, the answer hint of the discriminative prompt, the
+strict (similarity) mode where the task has one and the headline difficulty statistic the
+audit expects to grow. ``register_task`` refuses a spec that lacks any of it, in one line.
+
+Tasks come from two places: every module of ``vrforge.generators.tacit`` (each registers its
+task on import), and installed packages that declare an entry point in the group
+``vrforge.tasks`` (the entry point names a module that registers on import, or a
+``TaskSpec``). Both then appear in ``vrforge tasks``, recipes, builds, audits and runners.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
+import os
 import pkgutil
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from importlib import metadata, resources
+from importlib.abc import Traversable
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import numpy as np
 
-from vrforge.types import Puzzle, Verdict
+from vrforge.errors import UserError
+from vrforge.imageio import UnusableImage, load_rgb
+from vrforge.schemas.layout import DIFFICULTIES
+from vrforge.seeding import derive_seed, item_rng
+from vrforge.types import Puzzle, RejectedPuzzle, Verdict
 
-DIFFICULTIES = ("easy", "medium", "hard")
+__all__ = ["DIFFICULTIES", "ENTRY_POINT_GROUP", "MAX_ATTEMPTS", "StrictMode", "TaskSpec", "TaskSpecError", "UnknownTask",
+           "accepted_attempt", "accepted_puzzle", "all_tasks", "get_task", "meta_errors", "register_task"]
 
 # Every module in this package registers one task on import: adding a task is adding a module.
 TASK_PACKAGE = "vrforge.generators.tacit"
+# Installed packages add tasks through entry points in this group.
+ENTRY_POINT_GROUP = "vrforge.tasks"
+# Attempts (each with its own derived seed) before an item counts as a generator failure.
+MAX_ATTEMPTS = 25
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")  # a config name, a folder name and a Python identifier
+
+
+class TaskSpecError(UserError, ValueError):
+    """A task that cannot be registered (incomplete, duplicate, broken schema or entry point): one line."""
+
+
+class UnknownTask(KeyError):
+    pass
+
+
+@dataclass(frozen=True)
+class StrictMode:
+    """What ``verify --strict`` adds to a task's verdict: the check ``check``, passed when
+    ``score(meta, rgb)`` (a similarity of the answer to the task's own reference drawing,
+    1 for a pixel-identical answer) is at least ``threshold``."""
+
+    score: Callable[[Mapping[str, Any], np.ndarray], float]
+    threshold: float
+    check: str = "ssim"
 
 
 @dataclass(frozen=True)
@@ -24,15 +73,20 @@ class TaskSpec:
     name: str
     domain: str
     version: str
-    checks: tuple[str, ...]
+    checks: tuple[str, ...]  # the violation names the verifier reports and distractors use
     difficulties: Mapping[str, Any]  # difficulty -> frozen config dataclass with validate()
-    generate: Callable[[Any, np.random.Generator], Puzzle]
-    draw: Callable[[Mapping[str, Any], Any], str]  # (meta, answer or None) -> SVG text
-    verify: Callable[[Mapping[str, Any], Any], Verdict]
-    description: str = ""
-    # The headline difficulty statistic (a key of Puzzle.stats) that must grow from easy to
-    # hard in a release; None: the audit asks that some statistic grows.
-    difficulty_stat: str | None = None
+    generate: Callable[[Any, np.random.Generator], Puzzle]  # raises RejectedPuzzle to be redrawn
+    draw: Callable[[Any, Any], str]  # (meta, answer or None) -> SVG text
+    verify: Callable[[Any, Any], Verdict]  # (meta, image) -> verdict
+    description: str = ""  # one sentence for `vrforge tasks` and the card
+    instruction: str = ""  # what the generative track asks a model to draw on the puzzle
+    answer_hint: str = ""  # what the answer image shows, for the discriminative track's question
+    # The headline difficulty statistic (a key of Puzzle.stats) that must grow from easy to hard.
+    difficulty_stat: str = ""
+    # The JSON Schema of meta: a path or a parsed schema. None: the packaged
+    # vrforge/schemas/json/<name>.meta.schema.json of a built-in task.
+    meta_schema: str | os.PathLike[str] | Traversable | Mapping[str, Any] | None = None
+    strict: StrictMode | None = None
 
     def config(self, difficulty: str) -> Any:
         if difficulty not in self.difficulties:
@@ -44,29 +98,137 @@ class TaskSpec:
     def parameters(self) -> dict[str, dict[str, Any]]:
         return {d: dataclasses.asdict(c) for d, c in self.difficulties.items()}
 
+    @cached_property
+    def schema(self) -> dict[str, Any]:
+        """The parsed JSON Schema of this task's ``meta``; TaskSpecError when it is missing or broken."""
+        source = self.meta_schema
+        if isinstance(source, Mapping):
+            return dict(source)
+        path: Traversable | Path
+        if source is None:
+            path = resources.files("vrforge.schemas") / "json" / f"{self.name}.meta.schema.json"
+        elif isinstance(source, Traversable):
+            path = source
+        else:
+            path = Path(source)
+        try:
+            schema = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise TaskSpecError(f"task {self.name!r}: no meta schema at {path}") from None
+        except (OSError, ValueError) as exc:
+            raise TaskSpecError(f"task {self.name!r}: cannot read its meta schema {path} ({exc})") from None
+        if not isinstance(schema, dict):
+            raise TaskSpecError(f"task {self.name!r}: its meta schema {path} is not a JSON object")
+        return schema
+
+    @cached_property
+    def _meta_validator(self) -> jsonschema.Draft202012Validator:
+        return jsonschema.Draft202012Validator(self.schema)
+
+    def meta_errors(self, meta: Mapping[str, Any]) -> list[str]:
+        """Every way ``meta`` breaks this task's schema (empty when it validates)."""
+        return [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in self._meta_validator.iter_errors(meta)]
+
+    def check(self, meta: Mapping[str, Any], image: Any, strict: bool = False) -> Verdict:
+        """The verdict on an answer image; ``strict`` adds the task's similarity check (it costs
+        a reference render, so the default leaves it out)."""
+        if not strict:
+            return self.verify(meta, image)
+        if self.strict is None:
+            raise ValueError(f"task {self.name!r} has no strict mode")
+        try:
+            rgb = load_rgb(image)
+        except UnusableImage as exc:
+            return Verdict.unusable(str(exc))
+        verdict = self.verify(meta, rgb)
+        if not verdict.usable:
+            return verdict
+        try:
+            score: float | None = float(self.strict.score(meta, rgb))
+        except Exception:  # noqa: BLE001 - a failed reference render fails the strict check, never the call
+            score = None
+        checks = {**verdict.checks, self.strict.check: score is not None and score >= self.strict.threshold}
+        return Verdict.from_checks(checks, details={**verdict.details, self.strict.check: score})
+
 
 _TASKS: dict[str, TaskSpec] = {}
+_LOADED: set[str] = set()  # built-in modules and entry points already loaded
 
 
-class UnknownTask(KeyError):
-    pass
+def _problems(spec: TaskSpec) -> list[str]:
+    """What makes ``spec`` incomplete, in words."""
+    problems = []
+    if not isinstance(spec.name, str) or not _NAME.match(spec.name):
+        problems.append("a name of lower-case letters, digits and underscores")
+    for name in ("domain", "version", "description", "instruction", "answer_hint", "difficulty_stat"):
+        if not isinstance(getattr(spec, name), str) or not getattr(spec, name).strip():
+            problems.append(name)
+    if not spec.checks or not all(isinstance(c, str) and c for c in spec.checks):
+        problems.append("checks")
+    for name in ("generate", "draw", "verify"):
+        if not callable(getattr(spec, name)):
+            problems.append(f"a callable {name}")
+    missing = [d for d in DIFFICULTIES if d not in spec.difficulties]
+    unknown = [d for d in spec.difficulties if d not in DIFFICULTIES]
+    if missing or unknown:
+        problems.append(f"difficulties {', '.join(DIFFICULTIES)}" + (f" (not {', '.join(map(repr, unknown))})" if unknown else ""))
+    if spec.strict is not None and not (callable(spec.strict.score) and 0 < spec.strict.threshold <= 1 and spec.strict.check):
+        problems.append("a strict mode with a score, a threshold in (0, 1] and a check name")
+    return problems
 
 
 def register_task(spec: TaskSpec) -> TaskSpec:
-    if spec.name in _TASKS:
-        raise ValueError(f"task {spec.name!r} is already registered")
+    """Add ``spec`` to the registry; TaskSpecError (one line) for an incomplete or duplicate task."""
+    label = spec.name if isinstance(spec.name, str) and spec.name else "<unnamed>"
+    if label in _TASKS:
+        raise TaskSpecError(f"task {label!r} is already registered (by {_TASKS[label].generate.__module__})")
+    problems = _problems(spec)
+    if problems:
+        raise TaskSpecError(f"task {label!r} is incomplete: it needs {'; '.join(problems)}")
     for difficulty, config in spec.difficulties.items():
-        if difficulty not in DIFFICULTIES:
-            raise ValueError(f"task {spec.name!r}: unknown difficulty {difficulty!r}")
-        config.validate()
+        try:
+            config.validate()
+        except (AttributeError, ValueError, TypeError) as exc:
+            raise TaskSpecError(f"task {label!r}: difficulty {difficulty!r} has an invalid config ({exc})") from None
+    try:
+        jsonschema.Draft202012Validator.check_schema(spec.schema)
+    except jsonschema.SchemaError as exc:
+        raise TaskSpecError(f"task {label!r}: its meta schema is not a valid JSON Schema ({exc.message})") from None
     _TASKS[spec.name] = spec
     return spec
 
 
-def _load_all() -> None:
+def _load_builtin() -> None:
     package = importlib.import_module(TASK_PACKAGE)
     for module in sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")):
-        importlib.import_module(f"{TASK_PACKAGE}.{module}")
+        name = f"{TASK_PACKAGE}.{module}"
+        if name not in _LOADED:
+            importlib.import_module(name)
+            _LOADED.add(name)
+
+
+def _load_entry_points() -> None:
+    for entry in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
+        key = f"{ENTRY_POINT_GROUP}:{entry.name}={entry.value}"
+        if key in _LOADED:
+            continue
+        _LOADED.add(key)  # a broken package is reported once, not on every lookup
+        where = f"entry point {entry.name!r} ({entry.value})"
+        try:
+            loaded = entry.load()
+        except TaskSpecError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure of a third-party package is one line
+            raise TaskSpecError(f"task package {where} failed to load: {type(exc).__name__}: {exc}") from None
+        if isinstance(loaded, TaskSpec) and _TASKS.get(loaded.name) is not loaded:
+            register_task(loaded)
+        elif not isinstance(loaded, TaskSpec) and not hasattr(loaded, "__path__") and not hasattr(loaded, "__file__"):
+            raise TaskSpecError(f"task package {where} names neither a module nor a TaskSpec")
+
+
+def _load_all() -> None:
+    _load_builtin()
+    _load_entry_points()
 
 
 def get_task(name: str) -> TaskSpec:
@@ -79,3 +241,30 @@ def get_task(name: str) -> TaskSpec:
 def all_tasks() -> list[TaskSpec]:
     _load_all()
     return [_TASKS[name] for name in sorted(_TASKS)]
+
+
+def accepted_attempt(task: str | TaskSpec, difficulty: str, index: int, seed: int = 0) -> tuple[Puzzle, int]:
+    """The puzzle a build with recipe seed ``seed`` starts from for (task, difficulty, index), and
+    how many attempts the generator rejected before it: each attempt has its own derived seed.
+
+    The build may still redraw it when a rendering check fails (rare); tests and benchmarks
+    that need "the puzzle of this task at these coordinates" take this one.
+    """
+    spec = get_task(task) if isinstance(task, str) else task
+    config = spec.config(difficulty)
+    for attempt in range(MAX_ATTEMPTS):
+        try:
+            return spec.generate(config, item_rng(derive_seed(seed, spec.name, difficulty, index, attempt))), attempt
+        except RejectedPuzzle:
+            continue
+    raise RuntimeError(f"{spec.name} {difficulty} {index}: every one of {MAX_ATTEMPTS} attempts was rejected")
+
+
+def accepted_puzzle(task: str | TaskSpec, difficulty: str, index: int, seed: int = 0) -> Puzzle:
+    """The first puzzle the generator accepts for (task, difficulty, index) under recipe seed ``seed``."""
+    return accepted_attempt(task, difficulty, index, seed)[0]
+
+
+def meta_errors(task: str, meta: Mapping[str, Any]) -> list[str]:
+    """Every way ``meta`` breaks the schema of ``task`` (empty when it validates)."""
+    return get_task(task).meta_errors(meta)

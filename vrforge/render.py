@@ -8,12 +8,14 @@ one (cairosvg per size, Pillow's default PNG writer).
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 import threading
 import zlib
 from collections.abc import Callable, Iterable
 from functools import lru_cache
+from typing import cast
 
 import cairocffi
 import cairosvg.parser
@@ -22,7 +24,6 @@ import numpy as np
 from PIL import Image
 from zlib_ng import zlib_ng
 
-RESOLUTIONS = (512, 1024, 2048)
 CRISP_FROM = 2048  # images at least this wide are rendered without anti-aliasing (see rasterise_images)
 
 # Exact palette PNGs are 2-4x smaller and several times faster to write and read than RGB.
@@ -67,7 +68,7 @@ def rasterise_images(svg: str | bytes, widths: Iterable[int]) -> dict[int, Image
     for source, chosen in passes:
         if chosen:
             colours = _drawing_colours(source) if _is_crisp(source) and b"opacity" not in source else None
-            out |= _replayed(source, chosen, lambda surface, size, colours=colours: _published(surface, size, colours))
+            out |= _replayed(source, chosen, functools.partial(_published, colours=colours))
     return {width: out[width] for width in widths}
 
 
@@ -208,7 +209,7 @@ def _indexed(surface: cairocffi.ImageSurface, size: tuple[int, int],
                 table[value] = rank * 255 // max(1, len(values) - 1)
             tables.append(table)
         view = view.point([v for table in (*tables, list(range(256))) for v in table])
-        swapped = [tuple(tables[c][colour[c]] for c in range(3)) for colour in swapped]
+        swapped = [(tables[0][colour[0]], tables[1][colour[1]], tables[2][colour[2]]) for colour in swapped]
     # Image.quantize takes only RGB images; its palette mapping is this one core call, which
     # reads the RGBX layout as it is.
     palette = _palette_image(swapped)
@@ -252,7 +253,7 @@ def _drawing_colours(svg: bytes) -> tuple[tuple[int, int, int], ...]:
     """The solid colours an SVG names as ``#rrggbb`` or ``#rgb``, plus the white ground."""
     found = {tuple(int(h[i:i + 2], 16) for i in (0, 2, 4)) if len(h) == 6 else tuple(int(c, 16) * 17 for c in h.decode())
              for h in _HEX_COLOUR.findall(svg)}
-    return tuple(sorted(found | {WHITE}))
+    return tuple(sorted(cast(set[tuple[int, int, int]], found) | {WHITE}))
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:

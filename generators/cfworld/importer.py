@@ -348,11 +348,12 @@ class _Importer:
             if raw_id in seen:
                 self.reject(rel, label, f"duplicate id within file: {raw_id}")
                 continue
-            prompts = {lvl: _text(record, f"prompt_{lvl}") for lvl in LEVELS}
-            missing = [f"prompt_{lvl}" for lvl, p in prompts.items() if p is None]
+            found = {lvl: _text(record, f"prompt_{lvl}") for lvl in LEVELS}
+            missing = [f"prompt_{lvl}" for lvl, p in found.items() if p is None]
             if missing:
                 self.reject(rel, label, f"missing prompt: {', '.join(missing)}")
                 continue
+            prompts = {lvl: p for lvl, p in found.items() if p is not None}
             scenario_id = f"{prefix[1]}-{_pad(raw_id)}"
             if scenario_id in self.ids:
                 self.reject(rel, label, f"scenario id collision: {scenario_id}")
@@ -551,7 +552,7 @@ def cli_import(path: str, out: str | None = None) -> int:
     count; returns 0 on success, 2 (with one line on stderr) when the release cannot be read
     or the output cannot be written.
     """
-    from vrforge.builds.fileio import write_bytes_atomic
+    from vrforge.fileio import write_bytes_atomic
 
     try:
         report = import_release(Path(path))

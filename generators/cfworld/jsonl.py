@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vrforge.builds.fileio import write_bytes_atomic
+from vrforge.fileio import write_bytes_atomic
 from vrforge.schemas.cfworld import DOMAINS, Scenario, scenario_schema_errors
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vrforge.builds.fileio import write_bytes_atomic
+from vrforge.fileio import write_bytes_atomic
 from vrforge.generators.cfworld.jsonl import ScenarioFileError, dumps_records, read_records, read_scenarios, write_scenarios
 from vrforge.generators.cfworld.lawbank import Law, LawBankError, load_laws
 from vrforge.generators.cfworld.validation import validate_scenario

@@ -178,7 +178,7 @@ def content_words(text: str) -> frozenset[str]:
 def content_pairs(text: str) -> frozenset[tuple[str, str]]:
     """Adjacent content-word pairs, order ignored ("green sky" = "sky green"), negation markers included."""
     seq = _sequence(text)
-    return frozenset(tuple(sorted(pair)) for pair in zip(seq, seq[1:]) if pair[0] != pair[1] and _BREAK not in pair)
+    return frozenset((min(pair), max(pair)) for pair in zip(seq, seq[1:]) if pair[0] != pair[1] and _BREAK not in pair)
 
 
 def _phrase(text: str) -> tuple[str, ...]:
@@ -240,8 +240,8 @@ def check_leak(scenario: Scenario, law: Law | None = None, embed: Embedder | Non
         reasons.append(f"leak (lexical): the L3 prompt uses the outcome words of the L2 prompt and assessment point: {named}")
     if embed is not None:
         l1 = scenario.levels["l1"].prompt
-        premise = law.counterfactual if law is not None else scenario.counterfactual
-        v_l1, v_l3, v_ap, v_base = embed([l1, l3, scenario.levels["l2"].assessment_point, f"{premise} {l1}"])
+        premise_text = law.counterfactual if law is not None else scenario.counterfactual
+        v_l1, v_l3, v_ap, v_base = embed([l1, l3, scenario.levels["l2"].assessment_point, f"{premise_text} {l1}"])
         near_l3 = float(sum(x * y for x, y in zip(v_l3, v_ap)))
         baseline = max(float(sum(x * y for x, y in zip(v, v_ap))) for v in (v_l1, v_base))
         if near_l3 - baseline > EMBEDDING_MARGIN:

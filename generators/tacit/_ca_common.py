@@ -27,6 +27,7 @@ import svgwrite
 from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import Puzzle
 from vrforge.verifiers._ca_common import decode, encode, max_count
+from vrforge.verifiers.sampling import hex_luminance
 
 CELL = 20  # SVG units per grid cell
 MARGIN = 20
@@ -99,11 +100,7 @@ def random_grid(rng: np.random.Generator, size: int, states: int, density: float
 
 def luminance(states: Sequence[str]) -> np.ndarray:
     """Grey level of each state colour, then of the background (index -1), as pickers see them."""
-    values = []
-    for colour in [*states, "#ffffff"]:
-        r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
-        values.append(0.299 * r + 0.587 * g + 0.114 * b)
-    return np.asarray(values, dtype=np.float64)
+    return np.asarray([hex_luminance(colour) for colour in [*states, "#ffffff"]], dtype=np.float64)
 
 
 PICKER_TARGET = 0.12  # how often each context-blind picker should land on the solution

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations, product
-from typing import Any
+from typing import Any, cast
 
 import networkx as nx
 import numpy as np
@@ -22,7 +22,7 @@ import numpy as np
 from vrforge.svgdraw import fmt, segments_path
 from vrforge.types import RejectedPuzzle
 from vrforge.verifiers.graph_nodes import OFF_PALETTE_LABEL, UNCOLOURED_LABEL
-from vrforge.verifiers.sampling import hex_to_rgb
+from vrforge.verifiers.sampling import hex_luminance
 
 # Well-separated colours (pairwise RGB distance >= 96); a task draws its palette from these
 # and uses the rest as off-palette colours.
@@ -46,12 +46,6 @@ EDGE = "#555555"
 
 Point = tuple[float, float]
 Edge = tuple[int, int]
-
-
-def luminance(colour: str) -> float:
-    """ITU-R 601 luma, as PIL's convert("L") computes it (what the pickers compare)."""
-    r, g, b = hex_to_rgb(colour)
-    return (299 * r + 587 * g + 114 * b) / 1000
 
 
 # ---------------------------------------------------------------- geometry and layout quality
@@ -280,7 +274,7 @@ PICKER_CHANCE = 0.2  # each picker should find the solution about as often as a 
 
 
 def picker_outcomes(vectors: np.ndarray, margin: float = 2.0) -> dict[str, np.ndarray]:
-    """How each context-blind picker (builds/pickers.py) fares on option 0 of each option set:
+    """How each context-blind picker (vrforge/pickers.py) fares on option 0 of each option set:
     1.0 when it clearly picks it, 0.0 when it clearly picks another option, 0.5 when too close
     to call.
 
@@ -311,15 +305,15 @@ def least_revealing(vectors: np.ndarray, rng: np.random.Generator) -> int:
     """
     target = {name: float(rng.random() < PICKER_CHANCE) for name in ("medoid", "closest_to_mean", "odd_one_out")}
     outcomes = picker_outcomes(vectors)
-    scores = sum(np.abs(outcomes[name] - target[name]) for name in target)
+    scores = cast(np.ndarray, sum(np.abs(outcomes[name] - target[name]) for name in target))
     shortlist = np.flatnonzero(scores == scores.min())
     return int(shortlist[int(rng.integers(len(shortlist)))])
 
 
 def label_luminance(labels: Sequence[int], palette: Sequence[str], off_colour: str) -> np.ndarray:
     """Luminance per node of a labelled answer, as it would be drawn."""
-    table = {UNCOLOURED_LABEL: luminance(UNCOLOURED), OFF_PALETTE_LABEL: luminance(off_colour)}
-    table.update({i: luminance(c) for i, c in enumerate(palette)})
+    table = {UNCOLOURED_LABEL: hex_luminance(UNCOLOURED), OFF_PALETTE_LABEL: hex_luminance(off_colour)}
+    table.update({i: hex_luminance(c) for i, c in enumerate(palette)})
     return np.asarray([table[label] for label in labels], dtype=np.float64)
 
 
@@ -330,7 +324,7 @@ def fills_for(labels: Sequence[int], palette: Sequence[str], off_colour: str) ->
 
 
 def site_variants(labels: Sequence[int], sites: Sequence[int], values: Sequence[int],
-                  judge: Callable[[Sequence[int]], dict[str, bool]]) -> dict[str, list[list[int]]]:
+                  judge: Callable[[list[int]], Mapping[str, bool]]) -> dict[str, list[list[int]]]:
     """Every answer that differs from ``labels`` only at ``sites`` (each taking any of ``values``)
     and fails exactly one check, grouped by that check.
 

@@ -20,9 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from vrforge.generators.tacit._voxel_drawing import GRID_OFFSET, GRID_SIDE, LABEL_KEY, VIEW_SHADE, draw_scene  # noqa: F401
 from vrforge.types import RejectedPuzzle
-from vrforge.verifiers.sampling import hex_to_rgb
-from vrforge.verifiers.voxel_drawing import GRID_OFFSET, GRID_SIDE, LABEL_KEY, VIEW_SHADE, draw_scene  # noqa: F401
 from vrforge.verifiers.voxels import interpretations, is_connected, render
 
 WIDTH = HEIGHT = 400
@@ -127,11 +126,6 @@ def drawable_solid(n: int, columns: tuple[int, int], rng: np.random.Generator) -
 
 
 # ---------------------------------------------------------------- drawing
-
-
-def luminance(colour: str) -> float:
-    r, g, b = hex_to_rgb(colour)
-    return 0.299 * r + 0.587 * g + 0.114 * b
 
 
 def least_revealing(vectors: np.ndarray, names: Sequence[str], rng: np.random.Generator, margin: float = 0.0,

@@ -211,6 +211,9 @@ register_task(
         draw=draw,
         verify=verifier.verify,
         description="Cellular automaton: fill the empty frame with the grid after the shown number of steps of the drawn rule.",
+        instruction=("Fill the empty grid with the cellular automaton's state after the number "
+                     "of steps shown on the arrow, applying the drawn rule table and boundary."),
+        answer_hint="the grid after the shown number of steps of the rule",
         difficulty_stat="cells",
     )
 )

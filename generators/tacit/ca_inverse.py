@@ -196,6 +196,9 @@ register_task(
         draw=draw,
         verify=verifier.verify,
         description="Cellular automaton: from a start grid and the grid one step later, fill in the rule table's empty entries.",
+        instruction=("Fill in the empty entries of the rule table so that one step "
+                     "of the rule turns the start grid into the grid shown after it."),
+        answer_hint="the rule table with its empty entries filled in",
         difficulty_stat="unknown_entries",
     )
 )

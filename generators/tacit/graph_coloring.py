@@ -213,6 +213,9 @@ register_task(
         draw=draw,
         verify=verifier.verify,
         description="Colour every node with a palette colour so that adjacent nodes differ.",
+        instruction=("Colour every node of the graph with one of the swatch colours "
+                     "so that adjacent nodes have different colours. Keep the edges and layout unchanged."),
+        answer_hint="the graph with every node coloured from the swatches so that no two linked nodes share a colour",
         difficulty_stat="nodes",
     )
 )

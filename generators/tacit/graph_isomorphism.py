@@ -91,14 +91,14 @@ def _random_edges(config: IsomorphismConfig, rng: np.random.Generator) -> list[g
         degrees = [degrees[i] for i in rng.permutation(n).tolist()]
         stubs = [v for v, d in enumerate(degrees) for _ in range(d)]
         stubs = [stubs[i] for i in rng.permutation(len(stubs)).tolist()]
-        pairs = [tuple(sorted(stubs[i:i + 2])) for i in range(0, len(stubs), 2)]
+        pairs = [(min(stubs[i], stubs[i + 1]), max(stubs[i], stubs[i + 1])) for i in range(0, len(stubs), 2)]
         if any(a == b for a, b in pairs) or len(set(pairs)) != len(pairs):
             return None
-        edges = sorted(pairs)  # type: ignore[arg-type]
+        edges = sorted(pairs)
     else:
         every = [(a, b) for a in range(n) for b in range(a + 1, n)]
         edges = sorted(every[i] for i in rng.choice(len(every), size=m, replace=False).tolist())
-    return edges if gc.is_connected(n, edges) else None  # type: ignore[return-value]
+    return edges if gc.is_connected(n, edges) else None
 
 
 def _layouts(n: int, edges_a: list[gc.Edge], edges_b: list[gc.Edge], rng: np.random.Generator):
@@ -259,6 +259,9 @@ register_task(
         draw=draw,
         verify=verifier.verify,
         description="Colour graph B's nodes with graph A's colours so that the colouring is an isomorphism.",
+        instruction=("Colour the blank nodes of graph B with graph A's colours so that the "
+                     "colouring maps graph A onto graph B edge for edge. Keep graph A unchanged."),
+        answer_hint="graph B coloured so that its colouring matches graph A edge for edge",
         difficulty_stat="edges",
     )
 )

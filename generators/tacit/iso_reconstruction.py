@@ -18,17 +18,26 @@ mean, nor the odd one out of the five pictures more often than chance (I-RAVEN).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
+from PIL import Image
 
 from vrforge.generators.tacit import _voxels
-from vrforge.registry import TaskSpec, register_task
+from vrforge.imagemetrics import ssim
+from vrforge.registry import StrictMode, TaskSpec, register_task
+from vrforge.render import rasterise_cached
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import iso_reconstruction as verifier
+from vrforge.verifiers.sampling import hex_luminance
 from vrforge.verifiers.voxels import EMPTY, VIEWS, is_connected, lattice, projections, render
 
 VERSION = "1.0.0"
 WALK_STEPS = 160
 POOL_TARGET = 10
+STRICT_SSIM = 0.99999  # verify --strict: only a pixel-faithful drawing of the reference solid passes
+SSIM_MAX_WIDTH = 512  # larger answers are compared after the same box reduction of both images
 
 
 DIFFICULTIES = _voxels.VOXEL_DIFFICULTIES
@@ -40,9 +49,9 @@ def _grey_vector(n: int, labels: np.ndarray) -> np.ndarray:
     palette = _voxels.PALETTE
     floor = np.zeros(lat.size, dtype=bool)
     floor[[lat.index(x, y, t) for x in range(n) for y in range(n) for t in (0, 1)]] = True
-    grey = np.where(floor, _voxels.luminance(palette["floor"]), _voxels.luminance(palette["background"]))
+    grey = np.where(floor, hex_luminance(palette["floor"]), hex_luminance(palette["background"]))
     for label, key in _voxels.LABEL_KEY.items():
-        grey = np.where(labels == label, _voxels.luminance(palette[key]), grey)
+        grey = np.where(labels == label, hex_luminance(palette[key]), grey)
     return grey[lat.sampled]
 
 
@@ -111,9 +120,22 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     )
 
 
-def draw(meta: dict, answer: list[list[int]] | None) -> str:
+def draw(meta: Mapping[str, Any], answer: list[list[int]] | None) -> str:
     """The three views and the floor, with the solid ``answer`` (heights[y][x]) drawn on it."""
     return _voxels.draw_scene(meta, heights=answer, views=meta["views"])
+
+
+def reference_ssim(meta: Mapping[str, Any], rgb: np.ndarray) -> float:
+    """SSIM between ``rgb`` and the reference solution drawn at the same size (verify --strict)."""
+    height, width = rgb.shape[:2]
+    reference = rasterise_cached(draw(meta, meta["heights"]), width)
+    answer = Image.fromarray(rgb)
+    if answer.size != reference.size:
+        answer = answer.resize(reference.size, Image.Resampling.BILINEAR)
+    if width > SSIM_MAX_WIDTH:
+        size = (SSIM_MAX_WIDTH, max(1, round(reference.height * SSIM_MAX_WIDTH / width)))
+        answer, reference = (im.resize(size, Image.Resampling.BOX) for im in (answer, reference))
+    return ssim(np.asarray(answer), np.asarray(reference))
 
 
 register_task(
@@ -127,6 +149,10 @@ register_task(
         draw=draw,
         verify=verifier.verify,
         description="Isometric reconstruction: draw, on the isometric floor, a solid of stacked cubes with the three given views.",
+        instruction=("On the isometric floor, draw a solid of stacked cubes "
+                     "whose top, front and side views match the three given views."),
+        answer_hint="an isometric drawing of a solid that has the three views shown",
         difficulty_stat="cubes",
+        strict=StrictMode(reference_ssim, STRICT_SSIM),
     )
 )

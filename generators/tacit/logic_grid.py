@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass
 from functools import cache
 from itertools import combinations, product
+from typing import Any
 
 import numpy as np
 import svgwrite
@@ -58,7 +59,7 @@ LEGEND_PITCH = 0.82 * CELL
 CENTRE_RATE = 0.05  # see _distractors
 ODD_RATE = 0.2
 
-PALETTE = {
+PALETTE: dict[str, Any] = {
     "background": "#ffffff",
     "grid": "#b8b8b8",
     "ink": "#222222",
@@ -646,6 +647,9 @@ register_task(
         verify=verifier.verify,
         description="Visual logic grid: fill every cell so each symbol appears once per row and column, "
                     "keeping the givens, obeying the ordering chevrons and the forbidden marks.",
+        instruction=("Solve the logic grid: fill every empty cell with a symbol so each symbol appears once "
+                     "per row and column, keeping the grey givens and obeying the ordering chevrons and forbidden marks."),
+        answer_hint="the grid with every cell filled so that every rule shown holds",
         difficulty_stat="clues",
     )
 )

@@ -148,9 +148,9 @@ def _pick_far(layer: Layer, source: Cell, used: set[Cell], rng: np.random.Genera
     """A random cell among those at least 60% of the farthest tree distance from ``source``."""
     parents = layer.bfs(source)
     depth = {source: 0}
-    for cell in parents:  # BFS order: parents come first
-        if parents[cell] is not None:
-            depth[cell] = depth[parents[cell]] + 1
+    for cell, parent in parents.items():  # BFS order: parents come first
+        if parent is not None:
+            depth[cell] = depth[parent] + 1
     far = max(depth.values())
     candidates = sorted(cell for cell, d in depth.items() if d >= 0.6 * far and cell not in used)
     if not candidates:
@@ -247,9 +247,9 @@ def _branch_off(layer: Layer, segment: list[Cell], index: int) -> list[Cell]:
     parents = layer.bfs(junction, blocked=frozenset(segment) - {junction})
     far, depth = junction, 0
     depths = {junction: 0}
-    for cell in parents:
-        if parents[cell] is not None:
-            depths[cell] = depths[parents[cell]] + 1
+    for cell, parent in parents.items():
+        if parent is not None:
+            depths[cell] = depths[parent] + 1
             if depths[cell] > depth:
                 far, depth = cell, depths[cell]
     if far == junction:
@@ -463,6 +463,9 @@ register_task(
         draw=draw,
         verify=maze_verifier.verify,
         description="Multi-layer maze: draw the route from green to red, changing layer only at matching portals.",
+        instruction=("Solve the maze: draw one blue line through the cell centres from the green square "
+                     "to the red square, changing layer only at matching coloured portals. Keep everything else unchanged."),
+        answer_hint="the route drawn from the green square to the red square, through the portals between layers",
         difficulty_stat="route_length",
     )
 )

@@ -26,6 +26,7 @@ from vrforge.generators.tacit import _voxels
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import ortho_projection as verifier
+from vrforge.verifiers.sampling import hex_luminance
 from vrforge.verifiers.voxels import VIEWS, projections, render
 
 VERSION = "1.0.0"
@@ -124,7 +125,7 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     keep = sorted((family + rest)[:POOL])
     candidates = [candidates[i] for i in keep]
     options = [views] + [option for _, option in candidates]
-    shade = {v: _voxels.luminance(_voxels.PALETTE[_voxels.VIEW_SHADE[v]]) for v in VIEWS}
+    shade = {v: hex_luminance(_voxels.PALETTE[_voxels.VIEW_SHADE[v]]) for v in VIEWS}
     vectors = np.asarray([np.concatenate([np.where(_from_grid(o[v]).ravel(), shade[v], 255.0) for v in VIEWS]) for o in options])
     chosen = _voxels.least_revealing(vectors, [name for name, _ in candidates], rng, margin=20.0)
     distractors = [candidates[i] for i in chosen]
@@ -161,6 +162,8 @@ register_task(
         draw=draw,
         verify=verifier.verify,
         description="Orthographic projection: fill in the top, front and side views of the solid drawn in isometric.",
+        instruction="Fill in the top, front and side view grids of the solid of stacked cubes drawn in isometric.",
+        answer_hint="the top, front and side view grids filled in",
         difficulty_stat="cubes",
     )
 )

@@ -25,12 +25,18 @@ avoided as the medoid nor never the odd one out), then the most varied set of ki
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 
-from vrforge.registry import TaskSpec, register_task
+from vrforge.imagemetrics import luminance, ssim
+from vrforge.registry import StrictMode, TaskSpec, register_task
+from vrforge.render import rasterise_cached
+from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import raven as rv
 
@@ -48,6 +54,8 @@ PICKER_POOL = 12
 RANK_WEIGHTS = (0.14, 0.24, 0.24, 0.24, 0.14)  # chance of each rank of the answer among the options
 SUBSETS = 200  # distractor sets scored (a random sample of the 4-subsets of the pool)
 THUMB = 38  # the answer panel's side in the pickers' 128 px thumbnail
+# verify --strict: SSIM of the answer panel against the reference drawing (the paper's threshold)
+STRICT_SSIM = 0.997
 
 
 @dataclass(frozen=True)
@@ -207,7 +215,7 @@ def generate(config: RavenConfig, rng: np.random.Generator) -> Puzzle:
         "rotation_step": 90,
         "panels": panels[:8],
         "rules": [{"attribute": a, "kind": rules[a][0], "param": rules[a][1]} for a in rv.ATTRIBUTES],
-        "strict_ssim": rv.STRICT_SSIM,
+        "strict_ssim": STRICT_SSIM,
     }
     if rv.predict(meta) != answer:
         raise RejectedPuzzle("rules do not reproduce the answer")
@@ -274,7 +282,7 @@ def _raster(meta: dict, panel: dict) -> np.ndarray:
     step = layout["panel"] / fine
     axis = (np.arange(fine) + 0.5) * step
     image = np.full((fine, fine), 255.0, dtype=np.float32)
-    grey = float(rv._grey(np.asarray(rv.hex_to_rgb(rv.FILLS[panel["colour"]]), dtype=np.float64)))
+    grey = luminance(rv.hex_to_rgb(rv.FILLS[panel["colour"]]))
     radius = rv.SIZES[panel["size"]] * layout["slot_half"]
     for s in panel["positions"]:
         cx, cy = layout["slots"][s]
@@ -328,9 +336,69 @@ def _distractors(meta: dict, answer: dict, rng: np.random.Generator) -> list[tup
     return [chosen[i - 1] for i in rng.permutation(subset).tolist()]
 
 
-def draw(meta: dict, answer: dict | None) -> str:
+# ---------------------------------------------------------------- drawing
+
+
+def shape_path(type_name: str, cx: float, cy: float, radius: float, rotation: int) -> str:
+    if type_name == "circle":
+        return (f"M{fmt(cx - radius)} {fmt(cy)}a{fmt(radius)} {fmt(radius)} 0 1 0 {fmt(2 * radius)} 0"
+                f"a{fmt(radius)} {fmt(radius)} 0 1 0 {fmt(-2 * radius)} 0Z")
+    vertices = rv.polygon(type_name, radius, rotation) + np.array([cx, cy])
+    head, *rest = vertices
+    return f"M{fmt(head[0])} {fmt(head[1])}" + "".join(f"L{fmt(x)} {fmt(y)}" for x, y in rest) + "Z"
+
+
+def draw(meta: Mapping[str, Any], answer: Mapping[str, Any] | None) -> str:
     """The matrix SVG; ``answer`` (a panel) fills the last panel, None leaves it as a dashed frame."""
-    return rv.draw_svg(meta, answer)
+    layout, palette = meta["layout"], meta["palette"]
+    width, height, size = layout["width"], layout["height"], layout["panel"]
+    drawing = new_drawing(width, height, palette["background"])
+    panels = list(meta["panels"]) + [answer]
+    half = layout["slot_half"]
+    for (ox, oy), panel in zip(layout["origins"], panels):
+        missing = panel is None
+        drawing.add(drawing.rect(
+            insert=(fmt(ox), fmt(oy)), size=(fmt(size), fmt(size)), fill=palette["background"],
+            stroke=palette["missing"] if missing else palette["frame"], stroke_width=fmt(1.5),
+            **({"stroke_dasharray": "6,4"} if missing else {}),
+        ))
+        if missing or not panel["positions"]:
+            continue
+        name = rv.TYPES[panel["type"]]
+        radius = rv.SIZES[panel["size"]] * half
+        d = "".join(shape_path(name, ox + layout["slots"][s][0], oy + layout["slots"][s][1], radius, panel["rotation"])
+                    for s in panel["positions"])
+        drawing.add(drawing.path(d=d, fill=palette["fills"][panel["colour"]]))
+    return to_string(drawing)
+
+
+# ---------------------------------------------------------------- strict mode
+
+
+def answer_ssim(meta: Mapping[str, Any], image: np.ndarray) -> float:
+    """SSIM of the answer panel of ``image`` against the rule-implied answer drawn at the image's size."""
+    layout = meta["layout"]
+    height, width = image.shape[:2]
+    sx, sy = width / layout["width"], height / layout["height"]
+    ox, oy = layout["origins"][layout["answer_panel"]]
+    size = layout["panel"]
+    x0, y0 = max(0, math.floor(ox * sx)), max(0, math.floor(oy * sy))
+    x1, y1 = min(width, math.ceil((ox + size) * sx)), min(height, math.ceil((oy + size) * sy))
+    # The whole reference picture at the image's width, cropped like the image: a faithful
+    # answer then matches it pixel for pixel (a window drawn on its own lands on other pixels).
+    reference = np.asarray(rasterise_cached(draw(meta, rv.predict(meta)), width))[y0:y1, x0:x1]
+    crop = image[y0:y1, x0:x1]
+    h, w = min(crop.shape[0], reference.shape[0]), min(crop.shape[1], reference.shape[1])
+    # Wang et al.'s reference implementation first averages f x f blocks, f = round(side / 256):
+    # the score then means the same at every resolution (and costs a quarter at 2048 px).
+    f = max(1, round(min(h, w) / 256))
+    h, w = h // f * f, w // f * f
+
+    def prepared(rgb: np.ndarray) -> np.ndarray:
+        grey = luminance(rgb[:h, :w])
+        return grey.reshape(h // f, f, w // f, f).mean(axis=(1, 3))
+
+    return ssim(prepared(crop), prepared(reference))
 
 
 register_task(
@@ -344,6 +412,10 @@ register_task(
         draw=draw,
         verify=rv.verify,
         description="Raven's progressive matrices: draw the missing bottom-right panel that completes every row rule.",
+        instruction=("Complete the matrix: draw the missing bottom-right panel so that "
+                     "every row follows its rules. Keep the other panels unchanged."),
+        answer_hint="the matrix with its missing bottom-right panel drawn in",
         difficulty_stat="slots",
+        strict=StrictMode(answer_ssim, STRICT_SSIM),
     )
 )

@@ -153,7 +153,7 @@ def _deterministic_spherogram(rng: np.random.Generator):
             alive.append(self)  # keeps ids from being reused while the context lasts
         return serials[key]
 
-    saved = []
+    saved: list[tuple[type, Any]] = []
     for module_name, names in _ID_HASHED:
         module = importlib.import_module(module_name)
         for name in names:
@@ -260,7 +260,7 @@ def _crossing_point(points: list[tuple[float, float]], a: int, b: int) -> tuple[
 
 
 def _smooth(points: list[tuple[float, float]], crossing_points: list[tuple[float, float]],
-            factor: float, straight: float) -> list[tuple[str, tuple[float, ...]]]:
+            factor: float, straight: float) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Rounded closed curve: per corner a quadratic Bezier (start, control, end)."""
     n = len(points)
     p = np.asarray(points)
@@ -419,7 +419,8 @@ def _place(smooth: dict[str, Any], cell: list[float], transform: int, flips: lis
 
     curves = [[tx(s), tx(c), tx(e)] for s, c, e in smooth["curves"]]
     flipped = set(flips)
-    halos, overs = [], []
+    halos: list[list[float]] = []
+    overs: list[list[float]] = []
     for label, ((x, y), horizontal) in enumerate(zip(smooth["crossings"], smooth["over_horizontal"])):
         vertical = (label in flipped) != (not horizontal)
         for half, into in ((HALO_HALF * GRID, halos), (OVER_HALF * GRID, overs)):
@@ -605,6 +606,8 @@ register_task(
         draw=draw,
         verify=unknot_verifier.verify,
         description="Knot diagrams: frame the one diagram that is the unknot.",
+        instruction="Draw a frame around the one knot diagram that is the unknot. Leave the other diagrams unmarked.",
+        answer_hint="a frame around the one diagram that is the unknot",
         difficulty_stat="crossings",
     )
 )

@@ -60,10 +60,9 @@ def opposite(direction: str) -> str:
 
 
 def factual_direction(rule: Rule, layout: str | None) -> str:
-    if rule.outcome == "away":
-        return opposite(layout)
-    if rule.outcome == "toward":
-        return layout
+    if rule.outcome in ("away", "toward"):
+        assert layout is not None, "an away/toward rule is drawn with a layout"
+        return opposite(layout) if rule.outcome == "away" else layout
     return rule.outcome
 
 

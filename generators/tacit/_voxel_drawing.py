@@ -1,8 +1,7 @@
 """Drawing the voxel scene (ortho_projection, iso_reconstruction) from meta alone.
 
-It lives with the verifiers because iso_reconstruction's strict mode compares an answer
-with the reference drawn from the row's meta; the generators draw through it too, so the
-picture in a release and the verifier's reference are the same code.
+Both tasks draw through it, and iso_reconstruction's strict mode draws its reference with
+it, so the picture in a release and the strict mode's reference are the same code.
 """
 
 from __future__ import annotations
