@@ -15,10 +15,17 @@
 - **Several GPUs.** ``accelerate launch -m vrforge.cli run ...`` (or any accelerate launcher):
   the items still to do are split between processes with ``PartialState.split_between_processes``;
   each process writes only its items and a manifest part; the main process merges the parts.
-- **Manifest.** ``run_manifest.json`` in the output folder: model (id, revision, resolved
-  commit), pipeline class, call arguments, dtype, package versions, per-item seed, output,
-  status and time, and one entry per run. A folder made with other settings (model, seed,
-  call arguments, dtype) is refused rather than mixed.
+- **Manifest.** ``run_manifest.json`` in the output folder (``runners/outputs.py``): model (id,
+  revision, resolved commit), pipeline class, call arguments, dtype, package versions, per-item
+  seed, output, status and time, and one entry per run. It is written before the first image,
+  so a run killed at any point leaves its settings behind. The settings include the inputs with
+  their resolved defaults (levels, input resolution, the dataset's config hash) and sha256 of
+  every prompt or instruction; a folder made with other settings is refused with the
+  differences named, rather than mixed. ``--limit`` and the task/difficulty selection are not
+  settings: a larger run may extend a smaller one.
+- **Pipelines that take one image at a time.** When a batch of several items raises, the
+  items are retried one by one; if that works the run goes on at batch size 1, once, and the
+  run entry records the fallback and its cause.
 """
 
 from __future__ import annotations
@@ -39,11 +46,12 @@ from pathlib import Path
 from typing import Any
 
 from vrforge.runners.items import GenerationItem, ItemsError
+from vrforge.runners.outputs import SettingsMismatch, check_settings
 
 KINDS = ("t2i", "tacit-generate")
 DTYPE_NAMES = ("auto", "bf16", "fp16", "fp32")
 MANIFEST_FILE = "run_manifest.json"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: settings hold the inputs; written before the first output
 SIZE_MULTIPLE = 16  # latent sizes of SD, SDXL, Flux and Qwen-Image pipelines all divide this
 PNG_COMPRESS_LEVEL = 1  # model outputs are photographic: higher levels cost time for a few percent
 PACKAGES = ("torch", "diffusers", "transformers", "accelerate", "vrforge")
@@ -337,13 +345,14 @@ class ProcessResult:
     generated: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     failure: str | None = None
+    batch_fallback: str | None = None  # why the run went on at batch size 1
 
 
-def _batches(items: Sequence[GenerationItem], batch_size: int, key: Callable[[GenerationItem], Any]) -> Iterator[list]:
-    """Consecutive items, at most ``batch_size``, sharing ``key`` (images of one size go together)."""
+def _batches(items: Sequence[GenerationItem], batch_size: Callable[[], int], key: Callable[[GenerationItem], Any]) -> Iterator[list]:
+    """Consecutive items, at most ``batch_size()`` (read per batch), sharing ``key`` (images of one size go together)."""
     batch: list = []
     for item in items:
-        if batch and (len(batch) == batch_size or key(batch[0]) != key(item)):
+        if batch and (len(batch) >= batch_size() or key(batch[0]) != key(item)):
             yield batch
             batch = []
         batch.append(item)
@@ -404,40 +413,55 @@ def generate_items(pipe, items: Sequence[GenerationItem], out_dir: Path, *, seed
     writer = _Writer()
     bar = tqdm(total=len(items), desc=progress_desc, unit="img", disable=not progress, dynamic_ncols=True)
     started = time.perf_counter()
+    current_size = [batch_size]
+
+    def generate(batch: list[GenerationItem]) -> None:
+        t0 = time.perf_counter()
+        size = size_of(batch[0])
+        seeds = [item_seed(seed, item.id) for item in batch]
+        arguments = dict(fixed_arguments)
+        arguments["prompt"] = [item.prompt for item in batch]
+        arguments["generator"] = [torch.Generator("cpu").manual_seed(s) for s in seeds]
+        if "negative_prompt" in arguments:
+            arguments["negative_prompt"] = [arguments["negative_prompt"]] * len(batch)
+        originals = None
+        if batch[0].image is not None:
+            originals = [input_image(item) for item in batch]
+            arguments["image"] = [img.resize(size) if img.size != size else img for img in originals]
+        if size is not None and ("height" in parameters and "width" in parameters):
+            arguments["width"], arguments["height"] = size
+        images = pipe(**arguments).images
+        if len(images) != len(batch):
+            raise RuntimeError(f"{type(pipe).__name__} returned {len(images)} images for {len(batch)} prompts")
+        jobs, generated_sizes = [], []
+        for k, (item, image) in enumerate(zip(batch, images)):
+            image = _to_pil(image)
+            generated_sizes.append(list(image.size))
+            if originals is not None and image.size != originals[k].size:
+                image = image.resize(originals[k].size)
+            jobs.append((out_dir / item.output, image))
+        writer.submit(jobs)
+        seconds = (time.perf_counter() - t0) / len(batch)
+        for item, s, (_, image), generated_size in zip(batch, seeds, jobs, generated_sizes):
+            result.generated.append({**item.info, "id": item.id, "seed": s, "output": item.output, "prompt": item.prompt,
+                                     "status": "generated", "seconds": round(seconds, 4), "process": process,
+                                     "size": list(image.size), "generated_size": generated_size})
+            inputs.pop(item.id, None)
+        bar.update(len(batch))
+
     try:
-        for batch in _batches(items, batch_size, size_of):
-            t0 = time.perf_counter()
-            size = size_of(batch[0])
-            seeds = [item_seed(seed, item.id) for item in batch]
-            arguments = dict(fixed_arguments)
-            arguments["prompt"] = [item.prompt for item in batch]
-            arguments["generator"] = [torch.Generator("cpu").manual_seed(s) for s in seeds]
-            if "negative_prompt" in arguments:
-                arguments["negative_prompt"] = [arguments["negative_prompt"]] * len(batch)
-            originals = None
-            if batch[0].image is not None:
-                originals = [input_image(item) for item in batch]
-                arguments["image"] = [img.resize(size) if img.size != size else img for img in originals]
-            if size is not None and ("height" in parameters and "width" in parameters):
-                arguments["width"], arguments["height"] = size
-            images = pipe(**arguments).images
-            if len(images) != len(batch):
-                raise RuntimeError(f"{type(pipe).__name__} returned {len(images)} images for {len(batch)} prompts")
-            jobs, generated_sizes = [], []
-            for k, (item, image) in enumerate(zip(batch, images)):
-                image = _to_pil(image)
-                generated_sizes.append(list(image.size))
-                if originals is not None and image.size != originals[k].size:
-                    image = image.resize(originals[k].size)
-                jobs.append((out_dir / item.output, image))
-            writer.submit(jobs)
-            seconds = (time.perf_counter() - t0) / len(batch)
-            for item, s, (_, image), generated_size in zip(batch, seeds, jobs, generated_sizes):
-                result.generated.append({**item.info, "id": item.id, "seed": s, "output": item.output, "prompt": item.prompt,
-                                         "status": "generated", "seconds": round(seconds, 4), "process": process,
-                                         "size": list(image.size), "generated_size": generated_size})
-                inputs.pop(item.id, None)
-            bar.update(len(batch))
+        for batch in _batches(items, lambda: current_size[0], size_of):
+            try:
+                generate(batch)
+            except Exception as exc:
+                # Some pipelines take one image per call (an editing pipeline's list input fails):
+                # the batch is retried item by item, and the rest of the run keeps size 1.
+                if len(batch) == 1 or result.batch_fallback is not None:
+                    raise
+                for item in batch:
+                    generate([item])
+                result.batch_fallback = f"batch of {len(batch)} failed ({exc.__class__.__name__}: {_first_line(exc)})"
+                current_size[0] = 1
     finally:
         bar.close()
         writer.close()
@@ -472,6 +496,8 @@ class RunConfig:
     batch_size: int = 4
     progress: bool = True
     inputs: dict[str, Any] = field(default_factory=dict)  # where the items came from, for the manifest
+    input_settings: dict[str, Any] = field(default_factory=dict)  # the inputs that determine outputs (compared on resume)
+    started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
 
 
 def run(config: RunConfig, items: Sequence[GenerationItem], pipe=None, model_info: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -500,12 +526,12 @@ def run(config: RunConfig, items: Sequence[GenerationItem], pipe=None, model_inf
     settings_record = {
         "kind": config.kind, "model": {k: model_info[k] for k in ("id", "revision", "variant", "pipeline_class")},
         "call_arguments": _jsonable(fixed), "size": _jsonable(_size_settings(config.settings)),
-        "dtype": dtype_name(torch_dtype), "seed": config.seed,
+        "dtype": dtype_name(torch_dtype), "seed": config.seed, "inputs": _jsonable(config.input_settings),
     }
-    if previous and previous.get("settings") != settings_record:
-        changed = sorted(k for k in settings_record if previous.get("settings", {}).get(k) != settings_record[k])
-        raise RunError(f"{out} holds outputs made with other settings ({', '.join(changed)} differ); "
-                       "use another --out to keep both runs apart")
+    try:
+        check_settings(out, previous.get("settings") if previous else None, settings_record)
+    except SettingsMismatch as exc:
+        raise RunError(str(exc)) from None
 
     todo = []
     for item in items:
@@ -513,6 +539,14 @@ def run(config: RunConfig, items: Sequence[GenerationItem], pipe=None, model_inf
         temporary_path(path).unlink(missing_ok=True)  # left by a run killed mid-write
         if not path.is_file():
             todo.append(item)
+    if previous is None and len(todo) < len(items):
+        found = next(item.output for item in items if item not in todo)
+        raise RunError(f"{out} holds outputs ({found}, ...) but no {MANIFEST_FILE} saying how they were made; "
+                       "use another --out or move them away")
+    if state.is_main_process:  # the settings are on disk before the first image, whatever happens next
+        write_json_atomic(out / MANIFEST_FILE, _merge_manifest(
+            config, items, previous, [], model_info, settings_record, torch_dtype, fixed, pipe, 0.0,
+            state.num_processes, len(items) - len(todo), completed=False))
     # Every process lists the outputs before any of them writes, so all split the same list.
     state.wait_for_everyone()
     with state.split_between_processes(todo) as mine:
@@ -578,7 +612,7 @@ def _read_manifest(path: Path) -> dict[str, Any] | None:
 def _merge_manifest(config: RunConfig, items: Sequence[GenerationItem], previous: dict[str, Any] | None,
                     parts: list[dict[str, Any]], model_info: dict[str, Any], settings_record: dict[str, Any],
                     torch_dtype, fixed: dict[str, Any], pipe, load_seconds: float, processes: int,
-                    skipped: int) -> dict[str, Any]:
+                    skipped: int, completed: bool = True) -> dict[str, Any]:
     earlier = {entry["id"]: entry for entry in (previous or {}).get("items", [])}
     now = {entry["id"]: entry for part in parts for entry in part.get("generated", [])}
     entries = []
@@ -596,11 +630,14 @@ def _merge_manifest(config: RunConfig, items: Sequence[GenerationItem], previous
     generated = sum(len(p.get("generated", [])) for p in parts)
     wall = max((p.get("seconds", 0.0) for p in parts), default=0.0)
     this_run = {
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "started": config.started,
+        "completed": completed,
         "generated": generated, "skipped_existing": skipped, "processes": processes, "batch_size": config.batch_size,
         "load_seconds": round(load_seconds, 3), "generate_seconds": round(wall, 3),
         "images_per_second": round(generated / wall, 4) if wall > 0 else None,
         "failures": [p["failure"] for p in parts if p.get("failure")],
+        "batch_fallback": next((p["batch_fallback"] for p in parts if p.get("batch_fallback")), None),
+        "limit": config.inputs.get("limit"),
     }
     return {
         "format_version": MANIFEST_VERSION,
@@ -660,18 +697,29 @@ def add_generate_arguments(parser: argparse.ArgumentParser, kind: str) -> None:
     parser.set_defaults(generate_kind=kind)
 
 
-def _items_and_inputs(args: argparse.Namespace) -> tuple[list[GenerationItem], dict[str, Any]]:
-    from vrforge.runners.items import cfworld_items, tacit_items
+def _items_and_inputs(args: argparse.Namespace) -> tuple[list[GenerationItem], dict[str, Any], dict[str, Any]]:
+    """(items, where they came from, the input settings compared on resume)."""
+    from vrforge.runners.items import LEVELS, cfworld_items, tacit_dataset_tasks, tacit_instruction, tacit_items
+    from vrforge.runners.outputs import text_sha256
+    from vrforge.runners.scoring import _dataset_info
 
     if args.limit is not None and args.limit < 1:
         raise RunError(f"--limit must be at least 1, got {args.limit}")
     if args.generate_kind == "t2i":
-        items = cfworld_items(args.prompts, levels=args.levels, limit=args.limit)
-        return items, {"prompts": str(args.prompts), "levels": list(args.levels), "limit": args.limit}
+        # The prompt hash covers every scenario, so --limit can grow a run but another prompt file cannot join it.
+        every = cfworld_items(args.prompts, levels=args.levels)
+        items = every[: args.limit * len(args.levels)] if args.limit is not None else every
+        levels = [lv for lv in LEVELS if lv in args.levels]
+        return items, {"prompts": str(args.prompts), "levels": levels, "limit": args.limit}, {
+            "levels": levels, "prompts_sha256": text_sha256([[i.id, i.prompt] for i in every])}
     items = tacit_items(args.dataset, resolution=args.input_resolution, tasks=args.tasks,
                         difficulties=args.difficulties, limit=args.limit)
+    resolution = items[0].info["input_resolution"]
+    instructions = {task: tacit_instruction(task) for task in tacit_dataset_tasks(args.dataset, resolution)}
     return items, {"dataset": str(args.dataset), "tasks": args.tasks, "difficulties": args.difficulties,
-                   "input_resolution": items[0].info["input_resolution"], "limit": args.limit}
+                   "input_resolution": resolution, "limit": args.limit}, {
+        "input_resolution": resolution, "dataset": _dataset_info(Path(args.dataset)),
+        "instructions_sha256": text_sha256(instructions)}
 
 
 def cli_generate(args: argparse.Namespace) -> int:
@@ -705,9 +753,10 @@ def cli_generate(args: argparse.Namespace) -> int:
                          local_files_only=args.local_files_only, trust_remote_code=args.trust_remote_code,
                          custom_pipeline=args.custom_pipeline, pipeline_class=args.pipeline_class)
         model_source(spec)  # a missing folder is reported before the items are read
-        items, inputs = _items_and_inputs(args)
+        items, inputs, input_settings = _items_and_inputs(args)
         config = RunConfig(kind=args.generate_kind, spec=spec, out=Path(args.out), settings=settings, dtype=args.dtype,
-                           seed=args.seed, batch_size=args.batch_size, progress=not args.quiet, inputs=inputs)
+                           seed=args.seed, batch_size=args.batch_size, progress=not args.quiet, inputs=inputs,
+                           input_settings=input_settings)
         manifest = run(config, items)
     except (RunError, ItemsError) as exc:
         return fail(str(exc))

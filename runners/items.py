@@ -213,6 +213,7 @@ def tacit_items(dataset: str | Path, resolution: int | None = None, tasks: Seque
 
     folder = Path(dataset)
     try:
+        resolution = resolved_resolution(folder, resolution)
         chosen = chosen_configs(folder, resolution, tasks)
     except ScoringError as exc:
         raise ItemsError(str(exc)) from None
@@ -247,6 +248,28 @@ def tacit_items(dataset: str | Path, resolution: int | None = None, tasks: Seque
         )
         for r in rows
     ]
+
+
+def resolved_resolution(folder: Path, resolution: int | None) -> int | None:
+    """The input resolution a run uses: the one asked for, else 1024 px when present, else the smallest."""
+    from vrforge.runners.scoring import MAIN_RESOLUTION, dataset_configs
+
+    if resolution is not None or not folder.is_dir():
+        return resolution
+    configs = dataset_configs(folder)
+    if not configs:
+        return None
+    return MAIN_RESOLUTION if MAIN_RESOLUTION in configs else min(configs)
+
+
+def tacit_dataset_tasks(dataset: str | Path, resolution: int | None) -> list[str]:
+    """Every task of a built TACIT folder at ``resolution`` (for the instruction hash of a run's settings)."""
+    from vrforge.runners.scoring import ScoringError, chosen_configs
+
+    try:
+        return sorted(chosen_configs(Path(dataset), resolved_resolution(Path(dataset), resolution), None))
+    except ScoringError as exc:
+        raise ItemsError(str(exc)) from None
 
 
 @lru_cache(maxsize=4)
