@@ -75,10 +75,16 @@ class LikelihoodBackend:
 
     def answer(self, question: Question) -> Answer:
         self.load()
-        images = [pil_image(value) for kind, value in question.parts() if kind == "image"]
-        inputs = self.processor(images=images, text=self.prompt_text(question), return_tensors="pt")
-        inputs = inputs.to(self.model.device, dtype=self.model.dtype)
-        scores = self.score(inputs, self.continuations[: len(question.options)])
+        try:
+            images = [pil_image(value) for kind, value in question.parts() if kind == "image"]
+        except (OSError, ValueError) as exc:  # PIL's decode errors: this puzzle's images only
+            return Answer(position=None, error=f"decode: {_first_line(exc)}", failed=True)
+        try:
+            inputs = self.processor(images=images, text=self.prompt_text(question), return_tensors="pt")
+            inputs = inputs.to(self.model.device, dtype=self.model.dtype)
+            scores = self.score(inputs, self.continuations[: len(question.options)])
+        except (RuntimeError, ValueError, IndexError) as exc:  # e.g. out of memory or over the context on this puzzle
+            return Answer(position=None, error=f"model: {_first_line(exc)}", failed=True)
         finite = [s if math.isfinite(s) else -math.inf for s in scores]
         best = max(range(len(finite)), key=lambda k: (finite[k], -k))  # ties go to the earlier letter
         return Answer(position=best if math.isfinite(finite[best]) else None, scores=scores)
@@ -139,9 +145,13 @@ class OpenAIBackend:
         try:
             result = self.client.complete_text(self.messages(question))
         except ChatError as exc:
-            if exc.kind in ("http", "timeout"):
+            if exc.concerns_every_request:
                 raise BackendError(f"{self.base_url} did not answer ({exc})") from None
-            return Answer(position=None, error=str(exc))
+            if exc.kind == "refusal":  # the model's own answer: no letter, counted wrong
+                return Answer(position=None, error=str(exc))
+            # "HTTP 400: <the server's reason>" or "<kind>: <reason>": the part before the colon groups the counts.
+            error = exc.message if exc.kind == "http" and exc.message.startswith("HTTP") else f"{exc.kind}: {exc.message}"
+            return Answer(position=None, error=error, failed=True)
         text = str(result.data.get("text", ""))
         return Answer(position=parse_choice(text, len(question.options)), raw=text)
 

@@ -16,12 +16,24 @@ Output folder:
 - ``samples.jsonl``: one line per puzzle with every rotation's answer (order shown, letter,
   original index, scores or raw text) and the circular verdict; appended line by line
   (flush + fsync) as puzzles finish, so an interrupted run resumes where it stopped;
-- ``run.json``: what produced the samples (backend, model, prompt); a resume with other
-  settings is refused instead of mixing answers;
+- ``run_manifest.json``: what produced the samples (backend, model, resolution, sha256 of the
+  question texts), written before the first question; a resume with other settings is refused
+  with the differences named instead of mixing answers (a ``run.json`` of an older version is
+  read the same way);
 - ``results.json``: the reference format ``{"results": [{puzzle_id, task, difficulty,
   correct_index, selected_index}]}`` with the single-pass selections (what
   ``vrforge score discriminative`` reads), plus a ``summary`` with both accuracies and the
-  histograms; written atomically at the end.
+  histograms and ``counts`` of failed puzzles; written atomically at the end. The layout of all
+  three files is ``runners/outputs.py``.
+
+Failures are per puzzle: an answer that cannot be had for this puzzle alone (an HTTP 4xx
+such as a request over the server's context, an image that cannot be decoded, a local model
+error) is a sample with ``status: failed`` and its ``error``; the run goes on, the failed
+puzzles are left out of the accuracies and counted by reason, and the exit code is 1. The run
+stops (resumably) only on what concerns every puzzle: no connection, 401/403/404, 429 or 5xx
+left after the retries, a timeout, or ten failed puzzles in a row. A resume keeps failed
+samples unless ``--retry-failed``. A refusal or an answer naming no letter is not a failure:
+it is the model's answer, counted as no answer (wrong).
 """
 
 from __future__ import annotations
@@ -33,13 +45,14 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from vrforge.builds.fileio import write_bytes_atomic
+from vrforge.runners.concurrency import bounded_map
+from vrforge.runners.outputs import FORMAT_VERSION, MANIFEST_FILE, SettingsMismatch, check_settings, failure_counts, text_sha256
 from vrforge.runners.scoring import DIFFICULTY_ORDER, ScoringError, _aggregate, _dataset_info, dataset_configs, read_rows
 from vrforge.types import OPTION_COUNT
 
@@ -47,7 +60,9 @@ LETTERS = "ABCDE"
 PROMPT_VERSION = 1
 RESULTS_FILE = "results.json"
 SAMPLES_FILE = "samples.jsonl"
-RUN_FILE = "run.json"
+RUN_FILE = MANIFEST_FILE
+LEGACY_RUN_FILE = "run.json"
+MAX_CONSECUTIVE_FAILURES = 10  # that many failed puzzles in a row concern every puzzle: the run stops
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
@@ -140,6 +155,7 @@ class Answer:
     raw: str | None = None
     scores: list[float] | None = None
     error: str | None = None
+    failed: bool = False  # no answer could be had for this question alone (HTTP 4xx, decode error)
 
 
 class Backend(Protocol):
@@ -195,9 +211,13 @@ def parse_choice(text: str | None, count: int = OPTION_COUNT) -> int | None:
 def ask_item(item: Item, backend: Backend, rotations: int) -> dict[str, Any]:
     """Every rotation's answer for one puzzle, mapped back to original option indices, as a samples.jsonl record."""
     records = []
+    failure = None
     for rotation in range(rotations):
         question, order = question_for(item, rotation)
         answer = backend.answer(question)
+        if answer.failed:
+            failure = (rotation, answer.error or "failed")
+            break
         position = answer.position if answer.position is not None and 0 <= answer.position < len(order) else None
         selected = order[position] if position is not None else None
         record: dict[str, Any] = {
@@ -215,11 +235,15 @@ def ask_item(item: Item, backend: Backend, rotations: int) -> dict[str, Any]:
         if answer.error is not None:
             record["error"] = answer.error
         records.append(record)
+    base = {"id": item.id, "task": item.task, "difficulty": item.difficulty, "index": item.index,
+            "correct_index": item.answer_index}
+    if failure is not None:
+        return {**base, "status": "failed", "error": failure[1], "failed_rotation": failure[0], "selected_index": None,
+                "correct": False, "circular_correct": None, "consistent": None, "rotations": records}
     single = records[0]["selected_index"]
     picks = {r["selected_index"] for r in records}
     return {
-        "id": item.id, "task": item.task, "difficulty": item.difficulty, "index": item.index,
-        "correct_index": item.answer_index,
+        **base, "status": "ok",
         "selected_index": single,
         "correct": single == item.answer_index,
         "circular_correct": all(r["correct"] for r in records) if rotations > 1 else None,
@@ -237,7 +261,11 @@ def _histogram(letters: Iterable[str | None], count: int = OPTION_COUNT) -> dict
 
 
 def summarise(samples: Sequence[dict[str, Any]], rotations: int) -> dict[str, Any]:
-    """Single-pass and circular accuracy (overall, per task, per difficulty), position histograms, consistency."""
+    """Single-pass and circular accuracy (overall, per task, per difficulty), position histograms, consistency.
+
+    Failed puzzles are left out of every figure and counted under ``failed``."""
+    counts = failure_counts(samples)
+    samples = [s for s in samples if s.get("status", "ok") == "ok"]
     def histograms(group: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {
             "single_pass": _histogram(s["rotations"][0]["answer"] for s in group),
@@ -260,13 +288,15 @@ def summarise(samples: Sequence[dict[str, Any]], rotations: int) -> dict[str, An
                                "per_task": {t: histograms([s for s in samples if s["task"] == t]) for t in tasks}},
         "chance": {"single_pass": round(1 / OPTION_COUNT, 6),
                    "circular": round((1 / OPTION_COUNT) ** rotations, 6) if rotations > 1 else None},
+        "failed": {"count": counts["failed"], "reasons": counts["reasons"]},
     }
 
 
 def reference_results(samples: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The single-pass selections in the reference results format."""
+    """The single-pass selections in the reference results format (failed puzzles are left out: not answered)."""
     return [{"puzzle_id": s["id"], "task": s["task"], "difficulty": s["difficulty"],
-             "correct_index": s["correct_index"], "selected_index": s["selected_index"]} for s in samples]
+             "correct_index": s["correct_index"], "selected_index": s["selected_index"]}
+            for s in samples if s.get("status", "ok") == "ok"]
 
 
 # --------------------------------------------------------------------------- dataset
@@ -405,19 +435,48 @@ class SampleLog:
                                               for s in ordered).encode("utf-8"))
 
 
-def check_run(out: Path, run: dict[str, Any], has_samples: bool) -> None:
-    """Refuse to mix answers from different settings in one folder; record the settings otherwise."""
-    path = out / RUN_FILE
-    if path.exists():
+def previous_settings(out: Path) -> dict[str, Any] | None:
+    """The settings recorded in ``out`` (run_manifest.json, or an older version's run.json), None when absent."""
+    for name, legacy in ((RUN_FILE, False), (LEGACY_RUN_FILE, True)):
+        path = out / name
+        if not path.exists():
+            continue
         try:
-            previous = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ChoiceError(f"cannot read {path} ({exc.__class__.__name__}); delete it or use another --out") from None
-        if has_samples and previous != run:
-            changed = sorted(k for k in set(previous) | set(run) if previous.get(k) != run.get(k))
-            detail = "; ".join(f"{k}: {previous.get(k)!r} -> {run.get(k)!r}" for k in changed)
-            raise ChoiceError(f"{out} holds answers from a run with other settings ({detail}); use another --out")
-    write_bytes_atomic(path, (json.dumps(run, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+        if not isinstance(data, dict):
+            raise ChoiceError(f"{path} is not a run manifest; delete it or use another --out")
+        return data if legacy else data.get("settings")
+    return None
+
+
+def check_run(out: Path, run: dict[str, Any], has_samples: bool) -> None:
+    """Refuse to mix answers from different settings in one folder; record the settings (before any question)."""
+    previous = previous_settings(out)
+    if has_samples and previous is None:
+        raise ChoiceError(f"{out} holds {SAMPLES_FILE} but no {RUN_FILE} saying how it was made; use another --out")
+    try:
+        check_settings(out, previous if has_samples else None, run)
+    except SettingsMismatch as exc:
+        raise ChoiceError(str(exc)) from None
+    write_manifest(out, run, completed=False, counts=None)
+
+
+def write_manifest(out: Path, run: dict[str, Any], *, completed: bool, counts: dict[str, Any] | None) -> None:
+    manifest = {"format_version": FORMAT_VERSION, "kind": "tacit-choice", "settings": run,
+                "runs": [{"completed": completed}], "counts": counts or {}}
+    write_bytes_atomic(out / RUN_FILE, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    (out / LEGACY_RUN_FILE).unlink(missing_ok=True)
+
+
+def prompt_hash(tasks: Iterable[str]) -> str:
+    """sha256 of the question texts for these tasks: a changed hint or wording is a changed setting."""
+    texts = {}
+    for task in sorted(tasks):
+        question = Question(task, b"", (b"",) * OPTION_COUNT)
+        texts[task] = [text for kind, text in question.parts() if kind == "text"]
+    return text_sha256(texts)
 
 
 # --------------------------------------------------------------------------- the run
@@ -432,37 +491,23 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _map_items(fn: Callable[[Item], dict[str, Any]], items: Iterator[Item], workers: int) -> Iterator[dict[str, Any]]:
-    """fn over items; with workers > 1 at most 2 x workers in flight (items carry images), yielded as they finish."""
-    if workers <= 1:
-        for item in items:
-            yield fn(item)
-        return
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        pending: dict[Future, int] = {}
-        try:
-            for number, item in enumerate(items):
-                pending[pool.submit(fn, item)] = number
-                while len(pending) >= 2 * workers:
-                    yield from _collect(pending)
-            while pending:
-                yield from _collect(pending)
-        finally:
-            for future in pending:
-                future.cancel()
+class _FailureGuard:
+    """Counts failed puzzles in a row; too many in a row concern every puzzle (a broken model or endpoint)."""
 
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit, self.row = limit or MAX_CONSECUTIVE_FAILURES, 0
 
-def _collect(pending: dict[Future, int]) -> Iterator[dict[str, Any]]:
-    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-    for future in sorted(done, key=pending.__getitem__):
-        del pending[future]
-        yield future.result()
+    def see(self, sample: dict[str, Any]) -> None:
+        self.row = self.row + 1 if sample.get("status") == "failed" else 0
+        if self.row >= self.limit:
+            raise BackendError(f"{self.row} puzzles in a row failed (last: {sample.get('error')}); "
+                               "finished puzzles are kept, fix the cause and run the same command to resume")
 
 
 def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotations: int = OPTION_COUNT,
                resolution: int | None = None, tasks: Sequence[str] | None = None,
                difficulties: Sequence[str] | None = None, limit: int | None = None, workers: int = 1,
-               progress: bool = False) -> RunResult:
+               progress: bool = False, retry_failed: bool = False) -> RunResult:
     """Ask every selected puzzle (skipping those already in ``out/samples.jsonl``), then write ``results.json``."""
     from tqdm import tqdm
 
@@ -476,18 +521,21 @@ def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotati
     if out.exists() and not out.is_dir():
         raise ChoiceError(f"--out {out} is a file, not a folder")
     resolution, rows = plan_rows(dataset, resolution, tasks, difficulties, limit)
-    run = {"prompt_version": PROMPT_VERSION, "rotations": rotations, "resolution": resolution,
-           "dataset": _dataset_info(dataset), **backend.describe()}
+    run = {"prompt_version": PROMPT_VERSION, "prompt_sha256": prompt_hash(dataset_configs(dataset)[resolution]),
+           "rotations": rotations, "resolution": resolution, "dataset": _dataset_info(dataset), **backend.describe()}
     log = SampleLog(out / SAMPLES_FILE)
     try:
         check_run(out, run, has_samples=bool(log.samples))
-        pending = {r["id"] for r in rows if r["id"] not in log.samples}
+        pending = {r["id"] for r in rows
+                   if r["id"] not in log.samples or (retry_failed and log.samples[r["id"]].get("status") == "failed")}
         bar = tqdm(total=len(pending), desc="tacit-choice", unit="puzzle", disable=not progress, dynamic_ncols=True)
+        guard = _FailureGuard()
         try:
             items = load_items(dataset, resolution, pending) if pending else iter(())
-            for sample in _map_items(lambda item: ask_item(item, backend, rotations), items, workers):
+            for sample in bounded_map(lambda item: ask_item(item, backend, rotations), items, workers):
                 log.append(sample)
                 bar.update()
+                guard.see(sample)
         finally:
             bar.close()
         log.rewrite_sorted()
@@ -497,8 +545,11 @@ def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotati
     samples = [log.samples[r["id"]] for r in rows]
     summary = {"dataset": _dataset_info(dataset), "resolution": resolution, "prompt_version": PROMPT_VERSION,
                **backend.describe(), **summarise(samples, rotations)}
-    payload = {"results": reference_results(samples), "summary": summary}
+    counts = {"items": len(samples), **failure_counts(samples)}
+    payload = {"format_version": FORMAT_VERSION, "kind": "tacit-choice", "results": reference_results(samples),
+               "summary": summary, "counts": counts}
     write_bytes_atomic(out / RESULTS_FILE, (json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode())
+    write_manifest(out, run, completed=True, counts=counts)
     notes = [f"dropped {log.dropped} unreadable line(s) from {SAMPLES_FILE}"] if log.dropped else []
     return RunResult(out, summary, asked=len(pending), skipped=len(rows) - len(pending), notes=notes)
 
@@ -520,6 +571,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, help="at most N puzzles per task and difficulty")
     parser.add_argument("--no-circular", action="store_true", help="ask each puzzle once, in the original order only")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--retry-failed", action="store_true", help="ask again the puzzles that failed in an earlier run")
     group = parser.add_argument_group("likelihood backend (transformers)")
     group.add_argument("--revision", help="model revision (branch, tag or commit)")
     group.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
@@ -581,7 +633,8 @@ def cli_choice(args: argparse.Namespace) -> int:
         backend = _make_backend(args)
         result = run_choice(dataset, backend, out, rotations=1 if args.no_circular else OPTION_COUNT,
                             resolution=args.resolution, tasks=args.tasks, difficulties=args.difficulties,
-                            limit=args.limit, workers=args.workers, progress=not args.quiet)
+                            limit=args.limit, workers=args.workers, progress=not args.quiet,
+                            retry_failed=args.retry_failed)
     except (ChoiceError, BackendError) as exc:
         return _fail(str(exc))
     except OSError as exc:
@@ -604,5 +657,10 @@ def cli_choice(args: argparse.Namespace) -> int:
     hist = s["position_histogram"]["all_rotations"]
     print("letters chosen: " + "  ".join(f"{k} {v}" for k, v in hist.items()))
     print(f"no answer: {s['no_answer']['all_rotations']} of {s['no_answer']['answers']}")
+    failed = s["failed"]
+    if failed["count"]:
+        reasons = ", ".join(f"{k} {v}" for k, v in failed["reasons"].items())
+        print(f"failed puzzles: {failed['count']} ({reasons}); left out of the accuracies, "
+              "--retry-failed asks them again", file=sys.stderr)
     print(f"wrote {out / RESULTS_FILE} and {SAMPLES_FILE}")
-    return 0
+    return 1 if failed["count"] else 0

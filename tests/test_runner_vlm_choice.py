@@ -176,13 +176,58 @@ def test_resume_skips_done_items_and_ends_byte_identical(dataset, tmp_path):
     result = run_choice(dataset, backend, out)
     assert len(backend.questions) == 4 * 5 and (result.asked, result.skipped) == (4, 2)
     assert result.notes and "dropped 1" in result.notes[0]
-    for name in ("results.json", SAMPLES_FILE, "run.json"):
+    for name in ("results.json", SAMPLES_FILE, "run_manifest.json"):
         assert (out / name).read_bytes() == (fresh / name).read_bytes()
     again = FakeBackend(oracle)
     run_choice(dataset, again, out)
     assert again.questions == []
-    with pytest.raises(ChoiceError, match="other settings"):
+    with pytest.raises(ChoiceError, match='other settings .*backend: "fake" -> "other"'):
         run_choice(dataset, FakeBackend(oracle, name="other"), out)
+
+
+def test_settings_are_written_first_and_a_changed_question_text_is_refused(dataset, tmp_path, monkeypatch):
+    from vrforge.runners import vlm_choice
+
+    out = tmp_path / "out"
+
+    def interrupted(question):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_choice(dataset, FakeBackend(interrupted), out)
+    manifest = json.loads((out / "run_manifest.json").read_text())
+    assert manifest["kind"] == "tacit-choice" and manifest["settings"]["backend"] == "fake"
+    assert manifest["runs"] == [{"completed": False}] and len(manifest["settings"]["prompt_sha256"]) == 64
+    run_choice(dataset, FakeBackend(oracle), out, limit=1)
+    monkeypatch.setitem(vlm_choice.TASK_HINTS, "maze", "a different hint")
+    with pytest.raises(ChoiceError, match="prompt_sha256"):
+        run_choice(dataset, FakeBackend(oracle), out)
+    # An older version's run.json is still the folder's settings.
+    monkeypatch.undo()
+    legacy = tmp_path / "legacy"
+    run_choice(dataset, FakeBackend(oracle), legacy, limit=1)
+    settings = json.loads((legacy / "run_manifest.json").read_text())["settings"]
+    (legacy / "run_manifest.json").unlink()
+    (legacy / "run.json").write_text(json.dumps({**settings, "rotations": 1}))
+    with pytest.raises(ChoiceError, match="rotations: 1 -> 5"):
+        run_choice(dataset, FakeBackend(oracle), legacy)
+
+
+def test_the_guard_stops_after_consecutive_failures(dataset, tmp_path, monkeypatch):
+    from vrforge.runners import vlm_choice
+    from vrforge.runners.vlm_choice import BackendError
+
+    monkeypatch.setattr(vlm_choice, "MAX_CONSECUTIVE_FAILURES", 3)
+
+    class AlwaysFails(FakeBackend):
+        def answer(self, question):
+            self.questions.append(question)
+            return Answer(position=None, error="model: out of memory", failed=True)
+
+    backend = AlwaysFails(always_a)
+    with pytest.raises(BackendError, match="3 puzzles in a row failed"):
+        run_choice(dataset, backend, tmp_path / "out")
+    assert len(backend.questions) == 3 and len(_samples(tmp_path / "out")) == 3
 
 
 def _cli(*argv: str) -> int:
@@ -248,6 +293,31 @@ def test_openai_workers_give_the_same_results_as_one_at_a_time(dataset, tmp_path
     assert [s["id"] for s in _samples(tmp_path / "out")] == [s["id"] for s in _samples(tmp_path / "serial")]
 
 
+def test_an_http_400_for_one_puzzle_is_a_failed_item_and_the_run_finishes(dataset, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["--backend", "openai", "--model", "fake-model", "--max-retries", "0", "--out", str(out), "--quiet"]
+    too_long = json.dumps({"error": {"message": "this request has 9000 tokens, over the 8192 of the context"}})
+    script = ["A"] * 5 + [HttpError(400, too_long)] + ["A"] * 20
+    with FakeOpenAI(answers=script) as fake:
+        code = _cli(str(dataset), "--base-url", fake.base_url, *argv)
+    assert code == 1 and len(fake.requests) == 26  # the failed puzzle's other rotations are not asked
+    err = capsys.readouterr().err
+    assert "failed puzzles: 1 (HTTP 400 1)" in err
+    data = json.loads((out / "results.json").read_text())
+    assert data["counts"] == {"items": 6, "ok": 5, "failed": 1, "reasons": {"HTTP 400": 1}}
+    assert data["summary"]["single_pass"]["overall"]["n"] == 5 and data["summary"]["failed"]["count"] == 1
+    assert [e["puzzle_id"] for e in data["results"]] == ["maze-easy-0000", "maze-easy-0002", "maze-medium-0000",
+                                                         "maze-medium-0001", "maze-medium-0002"]
+    failed = [s for s in _samples(out) if s["status"] == "failed"]
+    assert [s["id"] for s in failed] == ["maze-easy-0001"] and "9000 tokens" in failed[0]["error"]
+
+    with FakeOpenAI(responder=lambda request: "A") as fake:  # a resume keeps the failure: no request
+        assert _cli(str(dataset), "--base-url", fake.base_url, *argv) == 1 and fake.requests == []
+        assert _cli(str(dataset), "--base-url", fake.base_url, *argv, "--retry-failed") == 0
+        assert len(fake.requests) == 5
+    assert json.loads((out / "results.json").read_text())["counts"]["failed"] == 0
+
+
 def test_openai_unreachable_endpoint_stops_with_one_line(dataset, tmp_path, capsys):
     with FakeOpenAI(answers=[HttpError(401)]) as fake:
         code = _cli(str(dataset), "--backend", "openai", "--base-url", fake.base_url, "--model", "fake-model",
@@ -310,5 +380,8 @@ def test_likelihood_scoring_paths_agree(dataset, tiny_llava):
     assert all(len(c) == 2 for c in multi.continuations)
     answer = multi.answer(question)
     assert len(answer.scores) == 5 and answer.position == answer.scores.index(max(answer.scores))
+    broken = Question("maze", b"not a png", question.options)  # one puzzle's image cannot be decoded
+    failed = backend.answer(broken)
+    assert failed.failed and failed.error.startswith("decode: ") and failed.position is None
     backend.processor.chat_template = None  # a model without a chat template gets the plain USER/ASSISTANT layout
     assert backend.prompt_text(question).startswith("USER: ") and backend.answer(question).position is not None
