@@ -10,7 +10,11 @@ questions, and the answer is a JSON object with one ``{"reasoning", "score"}`` p
 question id (``q1``, ``q2``, ...), enforced by a strict JSON Schema. An answer that is not
 JSON, misses a question or gives a non-numeric score is retried with backoff by the shared
 client; when every attempt fails the image is recorded as ``failed`` with the reason and
-left out of the means. Scores are clipped into [0, 1] (the raw value is kept);
+left out of the means, and the run goes on. Errors that concern every request (no connection,
+401/403/404, 429 or 5xx after the retries) or ten failed images in a row stop the run instead
+(exit 2; the answers already received are cached, so the same command resumes). At most
+2 x ``--workers`` requests are submitted at a time, so Ctrl-C stops the run after the
+requests in flight. Scores are clipped into [0, 1] (the raw value is kept);
 ``--snap`` rounds them to the nearest of 0 / 0.5 / 1, the values the official questions use.
 
 The judge persona is chosen per level (``--persona l1=balanced,l2=strict,l3=strict``, the
@@ -33,10 +37,10 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -50,6 +54,7 @@ RESULTS_FILE = "results.json"
 JUDGEMENTS_FILE = "judgements.jsonl"
 SCHEMA_NAME = "cfeval_scores"
 STATUSES = ("ok", "failed", "missing_image", "unusable_image", "gated", "no_questions")
+MAX_CONSECUTIVE_FAILURES = 10  # that many failed images in a row concern every request: the run stops
 
 
 class CFEvalError(Exception):
@@ -201,6 +206,9 @@ def judge_image(client: Any, scenario: Scenario, level: str, images_dir: Path, s
     try:
         result = client.complete_json(messages, response_schema(len(questions)), SCHEMA_NAME, validate=check_answer(len(questions)))
     except ChatError as exc:
+        if getattr(exc, "concerns_every_request", False):
+            raise CFEvalError(f"the judge endpoint cannot answer ({exc.kind}: {exc.message}); "
+                              "answers received so far are cached, run the same command to resume") from None
         return _record(scenario, level, "failed", judge, persona_name, error=f"{exc.kind}: {exc.message}")
     scored, clipped = [], 0
     for i, q in enumerate(questions, 1):
@@ -224,23 +232,22 @@ def judge_image(client: Any, scenario: Scenario, level: str, images_dir: Path, s
 
 def _map(jobs: list[tuple[Scenario, str]], run: Callable[[Scenario, str], dict[str, Any]], workers: int,
          progress: bool, desc: str) -> list[dict[str, Any]]:
+    """``run`` over the jobs with at most 2 x workers requests submitted (Ctrl-C stops after those in flight)."""
     from tqdm import tqdm
 
+    from vrforge.runners.concurrency import bounded_map
+
     bar = tqdm(total=len(jobs), desc=desc, unit="image", disable=not progress, dynamic_ncols=True)
+    results, in_a_row = [], 0
     try:
-        if workers <= 1 or len(jobs) < 2:
-            results = []
-            for scenario, level in jobs:
-                results.append(run(scenario, level))
-                bar.update()
-            return results
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(run, scenario, level) for scenario, level in jobs]
-            results = []
-            for future in futures:
-                results.append(future.result())
-                bar.update()
-            return results
+        for record in bounded_map(lambda job: run(*job), jobs, workers):
+            results.append(record)
+            bar.update()
+            in_a_row = in_a_row + 1 if record["status"] == "failed" else 0
+            if in_a_row >= MAX_CONSECUTIVE_FAILURES:
+                raise CFEvalError(f"{in_a_row} images in a row failed (last: {record['error']}); answers received "
+                                  "so far are cached, fix the cause and run the same command to resume")
+        return results
     finally:
         bar.close()
 
@@ -309,8 +316,16 @@ def summarize(records: Sequence[dict[str, Any]], settings: JudgeSettings, judge_
         "usage": {k: usage.get(k, 0) for k in _NO_USAGE},
         "failures": [{"scenario_id": r["scenario_id"], "level": r["level"], "error": r["error"]}
                      for r in records if r["status"] == "failed"],
+        "failure_reasons": dict(sorted(Counter(failure_reason(r["error"]) for r in records if r["status"] == "failed").items())),
         "metrics": metrics.model_summary(_metric_rows(records), settings.threshold),
     }
+
+
+def failure_reason(error: str) -> str:
+    """What a failed image's error groups under: its kind, with the HTTP status for HTTP errors ("http 400")."""
+    kind = error.split(":", 1)[0].strip() or "unknown"
+    status = re.search(r"\bHTTP (\d{3})\b", error) if kind == "http" else None
+    return f"http {status[1]}" if status else kind
 
 
 def _metric_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -31,7 +31,7 @@ such as a request over the server's context, an image that cannot be decoded, a 
 error) is a sample with ``status: failed`` and its ``error``; the run goes on, the failed
 puzzles are left out of the accuracies and counted by reason, and the exit code is 1. The run
 stops (resumably) only on what concerns every puzzle: no connection, 401/403/404, 429 or 5xx
-left after the retries, a timeout, or ten failed puzzles in a row. A resume keeps failed
+left after the retries, or ten failed puzzles in a row (a timeout fails its puzzle). A resume keeps failed
 samples unless ``--retry-failed``. A refusal or an answer naming no letter is not a failure:
 it is the model's answer, counted as no answer (wrong).
 """

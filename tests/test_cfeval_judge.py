@@ -8,13 +8,15 @@ import io
 import json
 import math
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from PIL import Image
 from shared_data import external
 
-from tests.fakeopenai import Delay, FakeOpenAI
+from tests.fakeopenai import Delay, FakeOpenAI, HttpError
 from vrforge.openai_client import ChatClient, ChatConfig
 from vrforge.runners import cfeval_judge as cj
 from vrforge.runners.cfeval_personas import PERSONAS, PersonaError, parse_persona_spec
@@ -526,3 +528,67 @@ def test_calibrate_bad_input(tmp_path, capsys, content, message):
     assert cr.cli_calibrate(calibrate_args(run, human=human, out=tmp_path / "cal")) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and message in err and "\n" not in err
+
+
+# --------------------------------------------------------------------------- failures and interrupts
+
+
+class SlowClient:
+    """Answers every image after a pause and counts the requests it received (a judge endpoint stand-in)."""
+
+    def __init__(self, seconds: float) -> None:
+        from vrforge.openai_client import ChatConfig
+
+        self.config = ChatConfig(base_url="http://unused", model="slow-judge")
+        self.seconds, self.sent, self.lock = seconds, 0, threading.Lock()
+
+    def complete_json(self, messages, schema, schema_name, validate=None):
+        from vrforge.openai_client import ChatResult, Usage
+
+        with self.lock:
+            self.sent += 1
+        time.sleep(self.seconds)
+        data = {qid: {"reasoning": "ok", "score": 1} for qid in schema["required"]}
+        return ChatResult(data=data, raw=json.dumps(data), usage=Usage(requests=1), cached=False, request_hash="h")
+
+
+def test_ctrl_c_stops_the_judge_after_the_requests_in_flight(tmp_path):
+    import _thread
+
+    scenarios = [make_scenario(f"S{n:02d}", "physics") for n in range(40)]
+    for scenario in scenarios:
+        for level in LEVELS:
+            (tmp_path / scenario.id).mkdir(exist_ok=True)
+            (tmp_path / scenario.id / f"{level}.png").write_bytes(png((1, 2, 3)))
+    client = SlowClient(0.1)
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        cj.judge_run(client, scenarios, tmp_path, cj.JudgeSettings(workers=4))
+    time.sleep(0.5)  # the requests in flight finish; nothing new starts
+    assert client.sent <= 40, f"{client.sent} of 120 requests sent after Ctrl-C"
+
+
+def test_an_endpoint_that_refuses_every_request_stops_the_judge(images, tmp_path, capsys):
+    scenarios = write_scenarios(tmp_path / "scenarios.jsonl", SCENARIOS)
+    with FakeOpenAI(answers=[HttpError(401, json.dumps({"error": {"message": "bad key"}}))] * 9) as fake:
+        code = cj.cli_judge(cli_args(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
+                                     model="m", max_retries=0, backoff=0, no_cache=True, workers=1))
+    assert code == 2 and len(fake.requests) == 1
+    assert "HTTP 401" in capsys.readouterr().err and not (tmp_path / "o" / "results.json").exists()
+
+
+def test_an_http_400_for_one_image_is_a_failed_image_and_the_judge_goes_on(images, tmp_path):
+    scenarios = write_scenarios(tmp_path / "scenarios.jsonl", SCENARIOS[:1])
+
+    def responder(request):
+        level = marks(request)[0][1]
+        return HttpError(400, json.dumps({"error": {"message": "image too large"}})) if level == "l2" else answer_for(request)
+
+    with FakeOpenAI(responder=responder) as fake:
+        code = cj.cli_judge(cli_args(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
+                                     model="m", max_retries=0, backoff=0, no_cache=True, workers=1))
+    assert code == 1 and len(fake.requests) == 3
+    results = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert results["counts"]["ok"] == 2 and results["counts"]["failed"] == 1
+    assert results["failure_reasons"] == {"http 400": 1} and "image too large" in results["failures"][0]["error"]

@@ -91,11 +91,10 @@ class ChatError(Exception):
 
     @property
     def concerns_every_request(self) -> bool:
-        """True when no other request can succeed either: no connection, a timeout, 401/403/404
-        (key, permission, model or URL), 429 or a 5xx left after the retries. Any other 4xx
-        (a request too large, a bad image) and unusable answers concern this request only."""
-        if self.kind == "timeout":
-            return True
+        """True when no other request can succeed either: no connection, 401/403/404 (key,
+        permission, model or URL), 429 or a 5xx left after the retries. Any other 4xx (a request
+        too large, a bad image), a timeout and unusable answers concern this request only (callers
+        stop after many such failures in a row)."""
         if self.kind != "http":
             return False
         return self.status is None or self.status in (401, 403, 404, 408, 429) or self.status >= 500
