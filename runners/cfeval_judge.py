@@ -258,6 +258,7 @@ def judge_run(client: Any, scenarios: Sequence[Scenario], images_dir: Path, sett
     def run(scenario: Scenario, level: str) -> dict[str, Any]:
         return judge_image(client, scenario, level, images_dir, settings)
 
+    check_levels(settings.levels)
     levels = [lvl for lvl in LEVELS if lvl in settings.levels]
     records: dict[tuple[str, str], dict[str, Any]] = {}
     first = ["l1"] if settings.skip_gated and "l1" in levels else []
@@ -289,7 +290,7 @@ def _add_gated_scores(records: Sequence[dict[str, Any]], threshold: float) -> No
         by_scenario.setdefault(r["scenario_id"], {})[r["level"]] = r["S"]
     for r in records:
         levels = by_scenario[r["scenario_id"]]
-        r["S_gated"] = metrics.gate(levels, threshold).get(r["level"]) if "l1" in levels else r["S"]
+        r["S_gated"] = metrics.gate(levels, threshold).get(r["level"])  # None when S_L1 is unknown
         r["gated"] = r["level"] != "l1" and metrics.is_gated(levels.get("l1"), threshold)
 
 
@@ -365,14 +366,23 @@ def parse_weights(spec: str | None) -> dict[str, float] | None:
     return weights
 
 
-def parse_levels(spec: str | None) -> tuple[str, ...]:
+def parse_levels(spec: str | None, need_l1: bool = False) -> tuple[str, ...]:
     if not spec:
         return LEVELS
     levels = tuple(p.strip().lower() for p in spec.split(",") if p.strip())
     unknown = [lvl for lvl in levels if lvl not in LEVELS]
     if unknown or not levels:
         raise CFEvalError(f"--levels: {', '.join(unknown) or spec!r} not among {', '.join(LEVELS)}")
+    if need_l1:
+        check_levels(levels)
     return levels
+
+
+def check_levels(levels: Sequence[str]) -> None:
+    """L2 and L3 are gated by S_L1: judging them without L1 would give metrics that cannot be computed."""
+    if "l1" not in levels:
+        raise CFEvalError(f"--levels {','.join(levels)} leaves out l1, whose score gates L2 and L3 "
+                          "(S_L1 < threshold sets them to 0): add l1 (cached answers are reused)")
 
 
 ENDPOINT_DEFAULTS = {"timeout": 120.0, "max_retries": 3, "backoff": 1.0}  # --backend openai only
@@ -438,7 +448,8 @@ def _settings_from_args(args: argparse.Namespace) -> JudgeSettings:
     except PersonaError as exc:
         raise CFEvalError(str(exc)) from None
     return JudgeSettings(personas=personas, threshold=args.threshold, snap=args.snap, skip_gated=args.skip_gated,
-                         dimension_weights=parse_weights(args.weights), levels=parse_levels(args.levels), workers=args.workers)
+                         dimension_weights=parse_weights(args.weights), levels=parse_levels(args.levels, need_l1=True),
+                         workers=args.workers)
 
 
 def _check_backend_args(args: argparse.Namespace) -> None:

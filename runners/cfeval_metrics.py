@@ -3,16 +3,18 @@
 Pure functions of plain data (no I/O), shared by the judge, the report and the calibration.
 
 Per image (one scenario at one level) the judge gives each question a score in [0, 1].
-A dimension's score is the weight-averaged score of its questions (the official data give
-every question of a dimension the same weight, so this is their plain mean) and its weight
-is the total weight of its questions, so
+The one weighting rule: S is the weighted mean of the question scores,
 
-    S = sum_d w_d * score_d / sum_d w_d = sum_q w_q * score_q / sum_q w_q,
+    S = sum_q w_q * score_q / sum_q w_q,
 
-the weighted mean of the question scores that the official scoring script computes. The
-official weights are visual_integrity 3, assessment_point 15, logic_consistency 8 (the
-paper gives the ranges [1, 3], [12, 16] and [7, 9]); ``dimension_weights`` overrides them
-per dimension.
+what the official scoring script computes, where w_q is the question's weight from the data
+or, when ``dimension_weights`` (``--weights``) names the question's dimension, that weight.
+So ``--weights assessment_point=12`` gives every assessment-point question the weight 12,
+whatever the number of questions per dimension: the default and the override are the same
+formula. (A dimension with two questions therefore counts twice as much as one with a single
+question of the same weight; the official data have one question per dimension and level.)
+The official weights are visual_integrity 3, assessment_point 15, logic_consistency 8 (the
+paper gives the ranges [1, 3], [12, 16] and [7, 9]).
 
 Gating (the paper's sequential threshold): when a scenario's S_L1 is below the threshold
 (0.5), its S_L2 and S_L3 count as 0. Per model, with E[.] the mean over scenarios:
@@ -80,22 +82,21 @@ def dimension_scores(questions: Iterable[ScoredQuestion]) -> dict[str, dict[str,
 
 
 def image_score(questions: Sequence[ScoredQuestion], dimension_weights: Mapping[str, float] | None = None) -> float:
-    """S of one image: the weighted mean of its dimension scores.
+    """S of one image: the weighted mean of its question scores (the module's one weighting rule).
 
-    ``dimension_weights`` replaces the data's weight of each dimension it names (the
-    dimensions it does not name keep the total weight of their questions).
+    ``dimension_weights`` sets the weight of every question of each dimension it names; the
+    other questions keep their own weights.
     """
+    overrides = dict(dimension_weights or {})
+    for d, w in overrides.items():
+        if not w > 0:
+            raise MetricsError(f"dimension weight for {d} must be positive, got {w}")
+    questions = [ScoredQuestion(q.dimension, float(overrides.get(q.dimension, q.weight)), q.score) for q in questions]
     dims = dimension_scores(questions)
     if not dims:
         raise MetricsError("an image needs at least one scored question")
-    weights = {d: v["weight"] for d, v in dims.items()}
-    for d, w in (dimension_weights or {}).items():
-        if not w > 0:
-            raise MetricsError(f"dimension weight for {d} must be positive, got {w}")
-        if d in weights:
-            weights[d] = float(w)
-    total = sum(weights.values())
-    return sum(weights[d] * dims[d]["score"] for d in dims) / total
+    total = sum(v["weight"] for v in dims.values())
+    return sum(v["weight"] * v["score"] for v in dims.values()) / total
 
 
 # --------------------------------------------------------------------------- gating and per-model means

@@ -106,6 +106,24 @@ def judged_scores(run: Run, weights: dict[str, float] | None = None,
             if by_key[(row["scenario_id"], row["level"])] in statuses and row["S"] is not None}
 
 
+def check_gate_inputs(run: Run, threshold: float) -> None:
+    """Refuse a gate the run cannot apply: L2/L3 without L1, or a threshold that un-gates scenarios
+    whose L2/L3 were never judged (``--skip-gated`` at a higher threshold) — their means would be biased."""
+    levels: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in run.records:
+        levels[r["scenario_id"]][r["level"]] = r
+    no_l1 = sorted(sid for sid, lv in levels.items() if "l1" not in lv)
+    if no_l1:
+        raise CFEvalError(f"{run.path}: {len(no_l1)} scenario(s) have no L1 judgement (e.g. {no_l1[0]}), so the L1 gate "
+                          "cannot be applied; judge l1 too")
+    ungated = sorted(sid for sid, lv in levels.items()
+                     if any(r["status"] == "gated" for r in lv.values()) and not metrics.is_gated(lv["l1"]["S"], threshold))
+    if ungated:
+        raise CFEvalError(f"{run.path}: at threshold {threshold:g}, {len(ungated)} scenario(s) pass the gate whose L2/L3 "
+                          f"were never judged (--skip-gated), e.g. {ungated[0]}; judge them (the same `vrforge cfeval judge` "
+                          "command without --skip-gated reuses the cached answers) or keep the threshold")
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -115,6 +133,7 @@ def build_report(runs: Sequence[Run], threshold: float = metrics.DEFAULT_THRESHO
     seen: set[tuple[str, str]] = set()
     summaries: dict[str, dict[str, Any]] = defaultdict(dict)
     for run in runs:
+        check_gate_inputs(run, threshold)
         if (run.model, run.judge) in seen:
             raise CFEvalError(f"two runs of {run.model} judged by {run.judge} ({run.path}): give each pair once")
         seen.add((run.model, run.judge))

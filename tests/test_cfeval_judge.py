@@ -592,3 +592,49 @@ def test_an_http_400_for_one_image_is_a_failed_image_and_the_judge_goes_on(image
     results = json.loads((tmp_path / "o" / "results.json").read_text())
     assert results["counts"]["ok"] == 2 and results["counts"]["failed"] == 1
     assert results["failure_reasons"] == {"http 400": 1} and "image too large" in results["failures"][0]["error"]
+
+
+# --------------------------------------------------------------------------- gate edge cases and the weighting rule
+
+
+def test_levels_without_l1_are_refused(images, tmp_path, capsys):
+    scenarios = write_scenarios(tmp_path / "scenarios.jsonl", SCENARIOS)
+    with FakeOpenAI(responder=answer_for) as fake:
+        code = cj.cli_judge(cli_args(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
+                                     model="m", levels="l2", no_cache=True))
+        with pytest.raises(cj.CFEvalError, match="leaves out l1"):
+            cj.judge_run(client_for(fake), SCENARIOS, images, cj.JudgeSettings(levels=("l2", "l3"), workers=1))
+    assert code == 2 and fake.requests == [] and "leaves out l1" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_a_report_cannot_ungate_scenarios_whose_l2_l3_were_never_judged(tmp_path, capsys):
+    from vrforge.runners import cfeval_report as cr
+
+    scores = dict(JUDGE_X)
+    scores[("B", "l2")] = scores[("B", "l3")] = None  # B (S_L1 0.4) was gated at 0.5 and never judged
+    run = write_run(tmp_path / "x", "t2i", "judge-x", scores, {("B", "l2"): "gated", ("B", "l3"): "gated"})
+    assert cr.cli_report(report_args(run, out=tmp_path / "r1", no_plot=True)) == 0  # the judge's threshold
+    assert cr.cli_report(report_args(run, out=tmp_path / "r2", no_plot=True, threshold=0.6)) == 0  # gates more
+    assert cr.cli_report(report_args(run, out=tmp_path / "r3", no_plot=True, threshold=0.3)) == 2
+    err = capsys.readouterr().err
+    assert "1 scenario(s) pass the gate whose L2/L3 were never judged" in err and "e.g. B" in err
+    assert not (tmp_path / "r3").exists()
+
+    no_l1 = write_run(tmp_path / "y", "t2i", "judge-y", {k: v for k, v in JUDGE_X.items() if k[1] != "l1"})
+    assert cr.cli_report(report_args(no_l1, out=tmp_path / "r4", no_plot=True)) == 2
+    assert "no L1 judgement" in capsys.readouterr().err
+
+
+def test_one_weighting_rule_for_the_default_and_the_override():
+    from vrforge.runners import cfeval_metrics as m
+
+    # Two assessment-point questions of weight 15 and one visual-integrity question of weight 3.
+    questions = [m.ScoredQuestion("assessment_point", 15, 1.0), m.ScoredQuestion("assessment_point", 15, 0.0),
+                 m.ScoredQuestion("visual_integrity", 3, 1.0)]
+    default = m.image_score(questions)
+    assert default == pytest.approx((15 + 0 + 3) / 33)
+    # Naming the data's own weights changes nothing (it used to weigh the dimension 15 instead of 30).
+    assert m.image_score(questions, {"assessment_point": 15, "visual_integrity": 3}) == pytest.approx(default)
+    # An override sets each question's weight: (12 + 0 + 3) / 27.
+    assert m.image_score(questions, {"assessment_point": 12}) == pytest.approx(15 / 27)
