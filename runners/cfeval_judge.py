@@ -318,7 +318,7 @@ def summarize(records: Sequence[dict[str, Any]], settings: JudgeSettings, judge_
         "failures": [{"scenario_id": r["scenario_id"], "level": r["level"], "error": r["error"]}
                      for r in records if r["status"] == "failed"],
         "failure_reasons": dict(sorted(Counter(failure_reason(r["error"]) for r in records if r["status"] == "failed").items())),
-        "metrics": metrics.model_summary(_metric_rows(records), settings.threshold),
+        "summary": metrics.model_summary(_metric_rows(records), settings.threshold),
     }
 
 
@@ -332,6 +332,31 @@ def failure_reason(error: str) -> str:
 def _metric_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """What the metrics use: gated-and-skipped images count as unjudged (the gate makes them 0)."""
     return [{"scenario_id": r["scenario_id"], "domain": r["domain"], "level": r["level"], "S": r["S"]} for r in records]
+
+
+def manifest_settings(settings: JudgeSettings, judge_info: dict[str, Any], scenarios: Sequence[Scenario],
+                      images_dir: Path, label: str) -> dict[str, Any]:
+    """What the judgements depend on, for ``run_manifest.json`` (the texts as sha256)."""
+    from vrforge.runners.outputs import text_sha256
+
+    personas = {level: settings.personas[level] for level in LEVELS}
+    persona_texts = {name: [get_persona(name).system, get_persona(name).instruction] for name in sorted(set(personas.values()))}
+    return {"judge": judge_info, "personas": personas, "personas_sha256": text_sha256(persona_texts),
+            "scenarios_sha256": text_sha256([s.to_dict() for s in scenarios]), "scenarios": len(scenarios),
+            "levels": list(settings.levels), "threshold": settings.threshold, "snap": settings.snap,
+            "skip_gated": settings.skip_gated, "dimension_weights": settings.dimension_weights or {},
+            "images": str(images_dir), "model": label}
+
+
+def write_manifest(out_dir: Path, run_settings: dict[str, Any], *, completed: bool, counts: dict[str, Any]) -> None:
+    """``run_manifest.json``: written before the first request and again at the end. A rerun recomputes every
+    judgement (answers come from the cache keyed by the request), so other settings never mix in."""
+    from vrforge.builds.fileio import write_bytes_atomic
+    from vrforge.runners.outputs import FORMAT_VERSION, MANIFEST_FILE
+
+    manifest = {"format_version": FORMAT_VERSION, "kind": "cfeval-judge", "settings": run_settings,
+                "runs": [{"completed": completed}], "counts": counts}
+    write_bytes_atomic(out_dir / MANIFEST_FILE, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def write_outputs(out_dir: Path, records: Sequence[dict[str, Any]], results: dict[str, Any]) -> tuple[Path, Path]:
@@ -516,6 +541,12 @@ def cli_judge(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     progress = sys.stderr.isatty() if args.progress is None else args.progress
+    run_settings = manifest_settings(settings, judge_info, scenarios, images_dir, label)
+    try:
+        write_manifest(out, run_settings, completed=False, counts={})
+    except OSError as exc:
+        print(f"error: cannot write to {out} ({exc.__class__.__name__}: {exc})", file=sys.stderr)
+        return 2
     try:
         with client:
             records = judge_run(client, scenarios, images_dir, settings, progress=progress)
@@ -528,6 +559,7 @@ def cli_judge(args: argparse.Namespace) -> int:
     results = summarize(records, settings, judge_info, label)
     try:
         results_path, _ = write_outputs(out, records, results)
+        write_manifest(out, run_settings, completed=True, counts=results["counts"])
     except OSError as exc:
         print(f"error: cannot write to {out} ({exc.__class__.__name__}: {exc})", file=sys.stderr)
         return 2
@@ -542,7 +574,7 @@ def _fmt(value: float | None) -> str:
 
 
 def format_summary_line(results: dict[str, Any]) -> str:
-    overall = results["metrics"]["overall"]
+    overall = results["summary"]["overall"]
     counts, usage = results["counts"], results["usage"]
     return (f"{results['model']} judged by {results['judge']['model']}: L1 {_fmt(overall['l1'])}, L2 {_fmt(overall['l2'])}, "
             f"L3 {_fmt(overall['l3'])}, PRR {_fmt(overall['prr'])}, RRR {_fmt(overall['rrr'])}; "

@@ -17,9 +17,10 @@ model gave no parsable answer) counts as wrong. ``correct_index`` is also compar
 dataset's ``answer_index`` and disagreements are listed. ``puzzle_id`` is the dataset id
 (``maze-hard-0042``); the file-name form ``maze_hard_0042`` is accepted as well.
 
-Both tracks write ``results.json`` (the summary; sorted keys, no timestamps, so the same
-inputs give the same bytes) and ``samples.jsonl`` (one line per item), lmms-eval style,
-each written under a temporary name and renamed.
+Both tracks write ``results.json`` (``{format_version, kind, summary, counts}``, the layout of
+``runners/outputs.py``; sorted keys, no timestamps, so the same inputs give the same bytes)
+and ``samples.jsonl`` (one line per item), lmms-eval style, each written under a temporary
+name and renamed. ``load_report`` also reads the flat summary an older version wrote.
 
 The constructive-selective gap compares, for the puzzles scored in both tracks, generative
 accuracy with discriminative accuracy, overall, per task and per difficulty;
@@ -82,14 +83,22 @@ class Report:
         out = Path(out_dir)
         results_path, samples_path = out / RESULTS_FILE, out / SAMPLES_FILE
         write_bytes_atomic(samples_path, _jsonl(self.samples))
-        write_bytes_atomic(results_path, _json_bytes(self.summary))
+        write_bytes_atomic(results_path, _json_bytes(self.envelope()))
         return results_path, samples_path
+
+    def envelope(self) -> dict[str, Any]:
+        """``results.json``: the summary inside the layout every runner shares."""
+        overall = self.summary["overall"]
+        return {"format_version": FORMAT_VERSION, "kind": f"score-{self.track}", "summary": self.summary,
+                "counts": {"items": overall["n"], "correct": overall["correct"]}}
 
 
 def load_report(results_json: str | Path) -> Report:
     """Read a ``results.json`` written by this module and the ``samples.jsonl`` beside it."""
     path = Path(results_json)
     summary = _read_json(path)
+    if isinstance(summary, dict) and isinstance(summary.get("summary"), dict) and str(summary.get("kind")).startswith("score-"):
+        summary = summary["summary"]
     if not isinstance(summary, dict) or summary.get("track") not in ("generative", "discriminative"):
         raise ScoringError(f"{path} is not a vrforge score results.json (no 'track': generative/discriminative)")
     samples_path = path.parent / summary.get("samples_file", SAMPLES_FILE)

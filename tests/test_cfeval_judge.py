@@ -238,7 +238,7 @@ def test_skip_gated_sends_no_request_for_gated_scenarios(images):
     assert by_key[("A", "l2")]["S_gated"] == by_key[("A", "l2")]["S"] and not by_key[("A", "l2")]["gated"]
     assert by_key[("B", "l1")]["S_gated"] == by_key[("B", "l1")]["S"] and not by_key[("B", "l1")]["gated"]
     results = cj.summarize(records, cj.JudgeSettings(skip_gated=True), {"model": "judge-vl"}, "t2i")
-    overall = results["metrics"]["overall"]
+    overall = results["summary"]["overall"]
     e1 = (expected_s("A", "l1") + expected_s("B", "l1") + expected_s("C", "l1")) / 3
     e2 = (expected_s("A", "l2") + 0 + expected_s("C", "l2")) / 3
     e3 = (expected_s("A", "l3") + 0 + expected_s("C", "l3")) / 3
@@ -254,7 +254,7 @@ def test_gating_without_skipping_still_zeroes(images):
     assert len(fake.requests) == 9
     b2 = next(r for r in records if (r["scenario_id"], r["level"]) == ("B", "l2"))
     assert (b2["S"], b2["S_gated"], b2["gated"]) == (pytest.approx(1.0), 0.0, True)
-    per_domain = cj.summarize(records, cj.JudgeSettings(), {"model": "judge-vl"}, "t2i")["metrics"]["per_domain"]
+    per_domain = cj.summarize(records, cj.JudgeSettings(), {"model": "judge-vl"}, "t2i")["summary"]["per_domain"]
     assert per_domain["biology"]["l2"] == 0.0 and per_domain["biology"]["l3"] == 0.0
     assert per_domain["physics"]["l2"] == pytest.approx((expected_s("A", "l2") + expected_s("C", "l2")) / 2)
 
@@ -305,6 +305,9 @@ def test_cli_writes_identical_files_for_identical_runs(images, tmp_path, capsys)
     assert results["personas"] == {"l1": "balanced", "l2": "strict", "l3": "strict"}
     assert len(outputs[0][1].decode().splitlines()) == 9
     assert "PRR" in capsys.readouterr().out
+    manifest = json.loads((tmp_path / "one" / "run_manifest.json").read_text())
+    assert manifest["kind"] == "cfeval-judge" and manifest["runs"] == [{"completed": True}]
+    assert manifest["settings"]["levels"] == ["l1", "l2", "l3"] and len(manifest["settings"]["personas_sha256"]) == 64
 
 
 def test_cli_failure_exit_code(images, tmp_path):

@@ -130,7 +130,15 @@ def test_generative_results_are_deterministic(scoring_dataset, model_output, tmp
     assert not list((tmp_path / "a").glob(".*"))  # no temporary file left behind
     lines = first[1].read_text().splitlines()
     assert len(lines) == 8 and all(json.loads(line)["id"] for line in lines)
-    assert load_report(first[0]).summary == json.loads(first[0].read_text())
+    written = json.loads(first[0].read_text())
+    assert written["kind"] == "score-generative" and written["format_version"] == 1
+    assert written["counts"] == {"items": 8, "correct": written["summary"]["overall"]["correct"]}
+    assert load_report(first[0]).summary == written["summary"]
+    flat = tmp_path / "flat" / "results.json"  # the flat summary an older version wrote still loads
+    flat.parent.mkdir()
+    flat.write_text(json.dumps(written["summary"]))
+    (flat.parent / "samples.jsonl").write_bytes(first[1].read_bytes())
+    assert load_report(flat).summary == written["summary"]
 
 
 def test_generative_task_filter_and_resolution(scoring_dataset, model_output):
