@@ -7,8 +7,9 @@ waiting for them (their results are dropped; the response cache keeps what they 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -17,32 +18,26 @@ R = TypeVar("R")
 
 def bounded_map(fn: Callable[[T], R], items: Iterable[T], workers: int, in_flight: int | None = None) -> Iterator[R]:
     """``fn`` over ``items`` with ``workers`` threads and at most ``in_flight`` (default 2 x workers) submitted
-    calls; results are yielded in input order of completion batches (each batch in input order)."""
+    calls; results are yielded in input order (a slow item holds back the ones after it, not the submission
+    of ``in_flight`` calls)."""
     if workers <= 1:
         for item in items:
             yield fn(item)
         return
     limit = max(workers, in_flight or 2 * workers)
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vrforge-request")
-    pending: dict[Future, int] = {}
+    pending: deque[Future] = deque()
     finished = False
     try:
-        for number, item in enumerate(items):
-            pending[pool.submit(fn, item)] = number
-            while len(pending) >= limit:
-                yield from _collect(pending)
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= limit:
+                yield pending.popleft().result()
         while pending:
-            yield from _collect(pending)
+            yield pending.popleft().result()
         finished = True
     finally:
         # On an interrupt, an error or a consumer that stops early: nothing new starts and nobody waits.
         for future in pending:
             future.cancel()
         pool.shutdown(wait=finished, cancel_futures=True)
-
-
-def _collect(pending: dict[Future, int]) -> Iterator:
-    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-    for future in sorted(done, key=pending.__getitem__):
-        del pending[future]
-        yield future.result()
