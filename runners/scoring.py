@@ -24,7 +24,11 @@ name and renamed. ``load_report`` also reads the flat summary an older version w
 
 The constructive-selective gap compares, for the puzzles scored in both tracks, generative
 accuracy with discriminative accuracy, overall, per task and per difficulty;
-``gap = discriminative - generative`` (how much better the model picks than it draws).
+``gap = discriminative - generative`` (how much better the model picks than it draws), with
+McNemar's exact test on the paired outcomes (``runners/stats.py``). Given the
+``results.json`` of ``vrforge run tacit-choice`` as the discriminative side, the gap is also
+computed on circular accuracy (a puzzle counts only when every rotation picks the solution).
+Every overall accuracy carries a 95 % bootstrap interval over puzzles (seeded: same bytes).
 """
 
 from __future__ import annotations
@@ -72,9 +76,16 @@ class Report:
         return self.summary
 
     def outcomes(self) -> dict[str, dict[str, Any]]:
-        """id -> {task, difficulty, correct} for every scored item."""
+        """id -> {task, difficulty, correct[, circular]} for every scored item (failed items left out)."""
         key = "passed" if self.track == "generative" else "correct"
-        return {s["id"]: {"task": s["task"], "difficulty": s["difficulty"], "correct": bool(s[key])} for s in self.samples}
+        out = {}
+        for s in self.samples:
+            if s.get("status", "ok") != "ok":
+                continue
+            out[s["id"]] = {"task": s["task"], "difficulty": s["difficulty"], "correct": bool(s[key])}
+            if s.get("circular_correct") is not None:
+                out[s["id"]]["circular"] = bool(s["circular_correct"])
+        return out
 
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         """Write ``results.json`` and ``samples.jsonl`` into ``out_dir`` (atomically); returns both paths."""
@@ -99,6 +110,8 @@ def load_report(results_json: str | Path) -> Report:
     summary = _read_json(path)
     if isinstance(summary, dict) and isinstance(summary.get("summary"), dict) and str(summary.get("kind")).startswith("score-"):
         summary = summary["summary"]
+    elif isinstance(summary, dict) and summary.get("kind") == "tacit-choice" and isinstance(summary.get("summary"), dict):
+        summary = {**summary["summary"], "track": "discriminative"}  # a tacit-choice run: its samples have every rotation
     if not isinstance(summary, dict) or summary.get("track") not in ("generative", "discriminative"):
         raise ScoringError(f"{path} is not a vrforge score results.json (no 'track': generative/discriminative)")
     samples_path = path.parent / summary.get("samples_file", SAMPLES_FILE)
@@ -217,7 +230,10 @@ class _Tally:
 
 
 def _aggregate(items: Iterable[tuple[str, str, bool]]) -> dict[str, Any]:
-    """overall / per_task / per_difficulty / per_task_difficulty from (task, difficulty, correct)."""
+    """overall (with a 95 % bootstrap interval) / per_task / per_difficulty / per_task_difficulty from (task, difficulty, correct)."""
+    from vrforge.runners.stats import accuracy_ci
+
+    items = list(items)
     overall, tasks, diffs, both = _Tally(), _Tally(), _Tally(), _Tally()
     for task, difficulty, ok in items:
         overall.add("all", ok)
@@ -228,7 +244,7 @@ def _aggregate(items: Iterable[tuple[str, str, bool]]) -> dict[str, Any]:
     for (task, difficulty), value in both.table().items():
         per_td[task][difficulty] = value
     return {
-        "overall": overall.table().get("all", _acc(0, 0)),
+        "overall": {**overall.table().get("all", _acc(0, 0)), "ci95": accuracy_ci([ok for _, _, ok in items])},
         "per_task": tasks.table(),
         "per_difficulty": diffs.table(),
         "per_task_difficulty": dict(per_td),
@@ -310,12 +326,14 @@ def score_generative(dataset_dir: str | Path, outputs_dir: str | Path, config_re
 
     samples: list[dict[str, Any]] = []
     failed_checks: dict[str, Counter] = defaultdict(Counter)
+    failed_by_difficulty: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
     missing: Counter = Counter()
     unusable: Counter = Counter()
     unusable_reasons: Counter = Counter()
     for row, name, result in zip(rows, names, _map_verify(jobs, workers, progress)):
         task = row["task"]
         failed_checks[task].update(result["failed"])
+        failed_by_difficulty[task][row["difficulty"]].update(result["failed"])
         if result["missing"]:
             missing[task] += 1
         elif not result["usable"]:
@@ -332,6 +350,10 @@ def score_generative(dataset_dir: str | Path, outputs_dir: str | Path, config_re
         "samples_file": SAMPLES_FILE,
         **_aggregate((s["task"], s["difficulty"], s["passed"]) for s in samples),
         "failed_checks": {task: dict(sorted(failed_checks[task].items())) for task in sorted({r["task"] for r in rows})},
+        "failed_checks_per_difficulty": {
+            task: {d: dict(sorted(failed_by_difficulty[task][d].items()))
+                   for d in sorted({r["difficulty"] for r in rows if r["task"] == task}, key=lambda d: DIFFICULTY_ORDER.get(d, 9))}
+            for task in sorted({r["task"] for r in rows})},
         "missing": {"total": sum(missing.values()), "per_task": dict(missing)},
         "unusable": {"total": sum(unusable.values()), "per_task": dict(unusable), "reasons": dict(unusable_reasons)},
     }
@@ -496,15 +518,36 @@ def constructive_selective_gap(generative_report: Report | str | Path, discrimin
 
     empty = {"n": 0, "generative_correct": 0, "discriminative_correct": 0,
              "generative_accuracy": None, "discriminative_accuracy": None, "gap": None}
-    return {
+    overall = tally(lambda _: "all").get("all", empty)
+    result = {
         "definition": "gap = discriminative_accuracy - generative_accuracy, on puzzles scored in both tracks",
         "puzzles": len(common),
         "only_generative": len(set(g) - set(d)),
         "only_discriminative": len(set(d) - set(g)),
-        "overall": tally(lambda _: "all").get("all", empty),
+        "overall": {**overall, **_gap_statistics(common, g, d, "correct")},
         "per_task": tally(lambda o: o["task"]),
         "per_difficulty": tally(lambda o: o["difficulty"]),
+        "circular": None,
     }
+    if common and all("circular" in d[pid] for pid in common):
+        n = len(common)
+        gc = sum(g[pid]["correct"] for pid in common)
+        dc = sum(d[pid]["circular"] for pid in common)
+        result["circular"] = {"n": n, "generative_accuracy": round(gc / n, 6), "discriminative_circular_accuracy": round(dc / n, 6),
+                              "gap": round((dc - gc) / n, 6), **_gap_statistics(common, g, d, "circular")}
+    return result
+
+
+def _gap_statistics(common: Sequence[str], g: Mapping[str, Any], d: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """McNemar on the paired outcomes and a bootstrap interval of the gap (puzzles resampled)."""
+    from vrforge.runners.stats import bootstrap_ci, mcnemar
+
+    pairs = [(bool(g[pid]["correct"]), bool(d[pid][key])) for pid in common]
+
+    def gap(sample: Sequence[tuple[bool, bool]]) -> float | None:
+        return (sum(b for _, b in sample) - sum(a for a, _ in sample)) / len(sample) if sample else None
+
+    return {"mcnemar": mcnemar(pairs), "gap_ci95": bootstrap_ci(pairs, gap)}
 
 
 def format_gap(gap: Mapping[str, Any]) -> str:

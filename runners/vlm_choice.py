@@ -281,6 +281,9 @@ def summarise(samples: Sequence[dict[str, Any]], rotations: int) -> dict[str, An
         "single_pass": _aggregate((s["task"], s["difficulty"], s["correct"]) for s in samples),
         "circular": _aggregate((s["task"], s["difficulty"], bool(s["circular_correct"])) for s in samples)
         if rotations > 1 else None,
+        # Every rotation's answer counts once: position bias averages out without CircularEval's all-or-nothing.
+        "rotation_averaged": _aggregate((s["task"], s["difficulty"], bool(r["correct"])) for s in samples for r in s["rotations"])
+        if rotations > 1 else None,
         "consistent": {"n": len(samples), "count": sum(bool(s["consistent"]) for s in samples)} if rotations > 1 else None,
         "no_answer": {"single_pass": sum(s["selected_index"] is None for s in samples),
                       "all_rotations": sum(r["selected_index"] is None for r in answers), "answers": len(answers)},

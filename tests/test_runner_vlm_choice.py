@@ -132,7 +132,11 @@ def test_always_a_single_pass_circular_and_histograms(dataset, tmp_path):
     result = run_choice(dataset, backend, tmp_path / "out")
     s = result.summary
     assert len(backend.questions) == 6 * 5
-    assert s["single_pass"]["overall"] == {"n": 6, "correct": 2, "accuracy": round(2 / 6, 6)}
+    overall = dict(s["single_pass"]["overall"])
+    ci = overall.pop("ci95")
+    assert overall == {"n": 6, "correct": 2, "accuracy": round(2 / 6, 6)} and ci["low"] <= 2 / 6 <= ci["high"]
+    # always "A": each puzzle is right in exactly one rotation (where the solution sits first)
+    assert s["rotation_averaged"]["overall"]["correct"] == 6 and s["rotation_averaged"]["overall"]["n"] == 30
     assert s["circular"]["overall"]["correct"] == 0
     assert s["position_histogram"]["single_pass"] == {"A": 6, "B": 0, "C": 0, "D": 0, "E": 0, "none": 0}
     assert s["position_histogram"]["all_rotations"]["A"] == 30
@@ -385,3 +389,23 @@ def test_likelihood_scoring_paths_agree(dataset, tiny_llava):
     assert failed.failed and failed.error.startswith("decode: ") and failed.position is None
     backend.processor.chat_template = None  # a model without a chat template gets the plain USER/ASSISTANT layout
     assert backend.prompt_text(question).startswith("USER: ") and backend.answer(question).position is not None
+
+
+def test_the_gap_against_a_choice_run_includes_circular_accuracy_and_mcnemar(dataset, tmp_path):
+    """Generative answers for the six puzzles (four right) against always-"A" choices (two right single-pass,
+    none circular): the gap on both accuracies, with McNemar's test on the paired outcomes."""
+    from vrforge.runners.scoring import Report, constructive_selective_gap
+
+    run_choice(dataset, FakeBackend(always_a), tmp_path / "choice")
+    ids = [f"maze-{d}-{i:04d}" for d in ("easy", "medium") for i in range(3)]
+    passed = dict(zip(ids, [True, True, False, True, True, False]))
+    generative = Report("generative", {"track": "generative"},
+                        [{"id": pid, "task": "maze", "difficulty": pid.split("-")[1], "passed": ok} for pid, ok in passed.items()])
+    gap = constructive_selective_gap(generative, tmp_path / "choice" / "results.json")
+    # single pass: always "A" is right where the solution is first (easy-0000, medium-0002)
+    assert gap["overall"]["discriminative_correct"] == 2 and gap["overall"]["generative_correct"] == 4
+    assert gap["overall"]["mcnemar"]["only_first"] == 3 and gap["overall"]["mcnemar"]["only_second"] == 1
+    assert gap["overall"]["mcnemar"]["p_value"] == pytest.approx(0.625)  # 2 * P(X <= 1), X ~ Bin(4, 1/2)
+    circular = gap["circular"]
+    assert circular["discriminative_circular_accuracy"] == 0.0 and circular["gap"] == pytest.approx(-4 / 6, abs=1e-6)
+    assert circular["mcnemar"]["only_first"] == 4 and circular["mcnemar"]["p_value"] == pytest.approx(0.125)
