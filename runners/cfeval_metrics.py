@@ -22,6 +22,9 @@ Gating (the paper's sequential threshold): when a scenario's S_L1 is below the t
     PRR = E[S_L2] / sqrt(E[S_L1])        (Prior Resistance Rate)
     RRR = E[S_L3] / sqrt(E[S_L2])        (Reasoning Retention Rate)
 
+Each overall summary carries 95 % bootstrap intervals (``ci95``) of E[S_L1..3], PRR and RRR,
+resampling scenarios with their three gated scores (``runners/stats.py``, seeded).
+
 These are the paper's definitions. The official repository's README writes different
 formulas, PRR = S_L2 / S_L1 and RRR = (S_L3 / S_L2) * S_L3; they are provided as
 ``readme_prr`` / ``readme_rrr`` for comparison only.
@@ -199,10 +202,42 @@ def model_summary(images: Iterable[Mapping[str, Any]], threshold: float = DEFAUL
         per_domain[domain_of[sid]].append(levels)
     return {
         "threshold": threshold,
-        "overall": level_summary(gated.values()),
+        "overall": {**level_summary(gated.values()), "ci95": level_intervals(list(gated.values()))},
         "per_domain": {domain: level_summary(rows) for domain, rows in sorted(per_domain.items())},
         "gated_scenarios": sum(1 for levels in by_scenario.values() if is_gated(levels.get("l1"), threshold)),
     }
+
+
+def level_intervals(scenarios: Sequence[Mapping[str, float | None]], resamples: int = 1000, seed: int = 0,
+                    level: float = 0.95) -> dict[str, Any]:
+    """Percentile bootstrap intervals of the level means, PRR and RRR, scenarios resampled whole (seeded).
+
+    Vectorised: one (resamples x scenarios) index draw; None scores are left out of each mean as in
+    ``level_summary``; a resample where a ratio is undefined is left out of that ratio's interval."""
+    import numpy as np
+
+    if not scenarios:
+        return {key: None for key in ("l1", "l2", "l3", "prr", "rrr")}
+    table = np.array([[np.nan if s.get(lv) is None else float(s[lv]) for lv in LEVELS] for s in scenarios])
+    picks = np.random.default_rng(seed).integers(0, len(scenarios), size=(resamples, len(scenarios)))
+    sample = table[picks]  # resamples x scenarios x 3
+    present = ~np.isnan(sample)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(present, sample, 0.0).sum(axis=1) / present.sum(axis=1)  # NaN where a level has no score
+        l1, l2, l3 = means[:, 0], means[:, 1], means[:, 2]
+        prr_values = np.where(l1 > 0, l2 / np.sqrt(l1), np.nan)
+        rrr_values = np.where(l2 > 0, l3 / np.sqrt(l2), np.nan)
+    alpha = (1 - level) / 2
+    out: dict[str, Any] = {}
+    for key, values in (("l1", l1), ("l2", l2), ("l3", l3), ("prr", prr_values), ("rrr", rrr_values)):
+        defined = values[~np.isnan(values)]
+        if defined.size == 0:
+            out[key] = None
+            continue
+        low, high = np.quantile(defined, [alpha, 1 - alpha])
+        out[key] = {"low": round(float(low), 6), "high": round(float(high), 6), "level": level, "resamples": resamples,
+                    "undefined_resamples": int(resamples - defined.size)}
+    return out
 
 
 def table_ratios(mean_l1: float, mean_l2: float, mean_l3: float) -> tuple[float | None, float | None]:
