@@ -668,6 +668,8 @@ def add_generate_arguments(parser: argparse.ArgumentParser, kind: str) -> None:
         parser.add_argument("prompts", help="CF-World scenarios: .jsonl/.json file, import folder, dataset folder or release folder")
         parser.add_argument("--levels", nargs="+", default=["l1", "l2", "l3"], help="levels to draw (default l1 l2 l3)")
         parser.add_argument("--limit", type=int, help="only the first N scenarios")
+        parser.add_argument("--images-per-prompt", type=int, default=1,
+                            help="images per scenario and level (GenEval-style); with N > 1 image k is <id>/<level>_<k>.png")
     else:
         parser.add_argument("dataset", help="a built TACIT dataset folder")
         parser.add_argument("--tasks", nargs="+", help="only these tasks")
@@ -707,11 +709,12 @@ def _items_and_inputs(args: argparse.Namespace) -> tuple[list[GenerationItem], d
         raise RunError(f"--limit must be at least 1, got {args.limit}")
     if args.generate_kind == "t2i":
         # The prompt hash covers every scenario, so --limit can grow a run but another prompt file cannot join it.
-        every = cfworld_items(args.prompts, levels=args.levels)
-        items = every[: args.limit * len(args.levels)] if args.limit is not None else every
+        per_prompt = args.images_per_prompt
+        every = cfworld_items(args.prompts, levels=args.levels, images_per_prompt=per_prompt)
+        items = every[: args.limit * len(args.levels) * per_prompt] if args.limit is not None else every
         levels = [lv for lv in LEVELS if lv in args.levels]
-        return items, {"prompts": str(args.prompts), "levels": levels, "limit": args.limit}, {
-            "levels": levels, "prompts_sha256": text_sha256([[i.id, i.prompt] for i in every])}
+        return items, {"prompts": str(args.prompts), "levels": levels, "limit": args.limit, "images_per_prompt": per_prompt}, {
+            "levels": levels, "images_per_prompt": per_prompt, "prompts_sha256": text_sha256([[i.id, i.prompt] for i in every])}
     items = tacit_items(args.dataset, resolution=args.input_resolution, tasks=args.tasks,
                         difficulties=args.difficulties, limit=args.limit)
     resolution = items[0].info["input_resolution"]

@@ -7,7 +7,10 @@ Two sources:
   a folder holding ``scenarios.jsonl`` (what ``vrforge cfworld import`` writes), a dataset
   folder with ``data/<config>/*.parquet`` scenario rows, or the official release folder
   (``prompt/``, read through the importer). One item per (scenario, level): the prompt is
-  ``levels[level].prompt``, the output ``<scenario_id>/<level>.png``.
+  ``levels[level].prompt``, the output ``<scenario_id>/<level>.png``. With several images per
+  prompt (GenEval-style), image k is ``<scenario_id>/<level>_<k>.png``; image 0 keeps the id
+  ``<scenario_id>/<level>`` (so the same seed as a one-image run) and image k > 0 has the id
+  ``<scenario_id>/<level>/<k>``.
 - **TACIT generative track** (image-conditioned): a built dataset folder. One item per
   puzzle: the puzzle image, an instruction for its task, and the output under the reference
   naming ``model_output/<task>/<difficulty>/<task>_<difficulty>_<NNNN>.png`` that
@@ -88,11 +91,14 @@ class GenerationItem:
 # --------------------------------------------------------------------------- CF-World
 
 
-def cfworld_items(source: str | Path, levels: Sequence[str] = LEVELS, limit: int | None = None) -> list[GenerationItem]:
-    """One item per (scenario, level), in the order of the source; ``limit`` caps the scenarios."""
+def cfworld_items(source: str | Path, levels: Sequence[str] = LEVELS, limit: int | None = None,
+                  images_per_prompt: int = 1) -> list[GenerationItem]:
+    """``images_per_prompt`` items per (scenario, level), in the order of the source; ``limit`` caps the scenarios."""
     unknown = [lv for lv in levels if lv not in LEVELS]
     if unknown or not levels:
         raise ItemsError(f"levels must be among {', '.join(LEVELS)}, got {', '.join(levels) or 'none'}")
+    if images_per_prompt < 1:
+        raise ItemsError(f"--images-per-prompt must be at least 1, got {images_per_prompt}")
     scenarios = read_scenarios(Path(source))
     if limit is not None:
         scenarios = scenarios[:limit]
@@ -108,10 +114,18 @@ def cfworld_items(source: str | Path, levels: Sequence[str] = LEVELS, limit: int
             entry = scenario.levels.get(level)
             if entry is None or not entry.prompt.strip():
                 raise ItemsError(f"{source}: scenario {scenario.id} has no {level} prompt")
-            items.append(GenerationItem(
-                id=f"{scenario.id}/{level}", prompt=entry.prompt.strip(), output=f"{scenario.id}/{level}.png",
-                info={"scenario": scenario.id, "level": level, "domain": scenario.domain},
-            ))
+            if images_per_prompt == 1:
+                items.append(GenerationItem(
+                    id=f"{scenario.id}/{level}", prompt=entry.prompt.strip(), output=f"{scenario.id}/{level}.png",
+                    info={"scenario": scenario.id, "level": level, "domain": scenario.domain},
+                ))
+                continue
+            for k in range(images_per_prompt):
+                items.append(GenerationItem(
+                    id=f"{scenario.id}/{level}" + (f"/{k}" if k else ""), prompt=entry.prompt.strip(),
+                    output=f"{scenario.id}/{level}_{k}.png",
+                    info={"scenario": scenario.id, "level": level, "domain": scenario.domain, "sample": k},
+                ))
     if not items:
         raise ItemsError(f"{source} holds no scenarios")
     return items

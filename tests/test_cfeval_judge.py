@@ -641,3 +641,39 @@ def test_one_weighting_rule_for_the_default_and_the_override():
     assert m.image_score(questions, {"assessment_point": 15, "visual_integrity": 3}) == pytest.approx(default)
     # An override sets each question's weight: (12 + 0 + 3) / 27.
     assert m.image_score(questions, {"assessment_point": 12}) == pytest.approx(15 / 27)
+
+
+def test_several_images_per_prompt_give_per_image_and_per_prompt_scores(tmp_path):
+    images = tmp_path / "images"
+    for scenario in SCENARIOS:
+        for level in LEVELS:
+            for k in range(2):
+                (images / scenario.id).mkdir(parents=True, exist_ok=True)
+                (images / scenario.id / f"{level}_{k}.png").write_bytes(png((k, 9, 9)))
+
+    def responder(request):  # image 1 of every prompt gets every question's score halved
+        image = request["messages"][1]["content"][0]["image_url"]["url"]
+        second = image == cj.build_messages(PERSONAS["balanced"], [], png((1, 9, 9)))[1]["content"][0]["image_url"]["url"]
+        answer = answer_for(request)
+        return {q: {**v, "score": v["score"] / 2 if second else v["score"]} for q, v in answer.items()}
+
+    settings = cj.JudgeSettings(workers=2, images_per_prompt=2)
+    with FakeOpenAI(responder=responder) as fake:
+        records = cj.judge_run(client_for(fake), SCENARIOS, images, settings)
+    by_key = {(r["scenario_id"], r["level"], r["sample"]): r for r in records}
+    assert len(records) == len(fake.requests) == 18 and by_key[("A", "l1", 1)]["image"] == "A/l1_1.png"
+    assert by_key[("A", "l1", 1)]["S"] == pytest.approx(expected_s("A", "l1") / 2)
+    results = cj.summarize(records, settings, {"model": "judge-vl"}, "t2i")
+    per_prompt, per_image = results["summary"]["overall"], results["per_image"]["overall"]
+    # Prompt L1 = the mean of its two images (the second scored half): A 0.75, B 0.20, C 0.42 -> B and C gated.
+    assert per_prompt["l1"] == pytest.approx(0.75 * sum(expected_s(x, "l1") for x in "ABC") / 3) and per_prompt["scenarios"] == 3
+    a3, c3 = expected_s("A", "l3"), expected_s("C", "l3")
+    assert per_prompt["l3"] == pytest.approx((a3 + a3 / 2) / 2 / 3)
+    # Per image, C's first image (S_L1 0.56) passes the gate on its own, so its L3 counts.
+    assert per_image["scenarios"] == 6 and per_image["l3"] == pytest.approx((a3 + a3 / 2 + c3) / 6)
+    assert by_key[("C", "l3", 0)]["gated"] and by_key[("C", "l3", 0)]["S_gated"] == 0.0  # the record's gate is the prompt's
+
+    # --skip-gated decides on the prompt's L1: only A's L2/L3 images are sent.
+    with FakeOpenAI(responder=responder) as fake:
+        skipped = cj.judge_run(client_for(fake), SCENARIOS, images, cj.JudgeSettings(workers=2, images_per_prompt=2, skip_gated=True))
+    assert len(fake.requests) == 6 + 4 and sum(r["status"] == "gated" for r in skipped) == 8

@@ -435,3 +435,19 @@ def test_two_processes_split_the_items_and_merge_one_manifest(tiny_model, prompt
     for name, data in _outputs(out).items():
         assert np.abs(_pixels(data) - _pixels(single[name])).max() <= 1
     assert sorted(_outputs(out)) == sorted(single)
+
+
+def test_several_images_per_prompt(tiny_model, prompts_file, t2i_run, tmp_path):
+    out = tmp_path / "out"
+    argv = ["t2i", prompts_file, "--model", tiny_model, "--out", out, "--levels", "l1", "--limit", "1", *BASE]
+    assert run_cli(*argv, "--images-per-prompt", "3") == 0
+    assert sorted(_outputs(out)) == [f"physics-optics-0001/l1_{k}.png" for k in range(3)]
+    manifest = json.loads((out / MANIFEST_FILE).read_text())
+    assert [i["id"] for i in manifest["items"]] == ["physics-optics-0001/l1", "physics-optics-0001/l1/1", "physics-optics-0001/l1/2"]
+    assert [i["sample"] for i in manifest["items"]] == [0, 1, 2] and manifest["settings"]["inputs"]["images_per_prompt"] == 3
+    images = _outputs(out)
+    assert len(set(images.values())) == 3  # three seeds, three pictures
+    # Image 0 has the one-image run's seed, so the same picture.
+    single = _outputs(t2i_run)["physics-optics-0001/l1.png"]
+    assert np.abs(_pixels(images["physics-optics-0001/l1_0.png"]) - _pixels(single)).max() <= 1
+    assert run_cli(*argv, "--images-per-prompt", "2") == 2  # another layout: refused
