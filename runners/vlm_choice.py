@@ -26,6 +26,13 @@ Output folder:
   histograms and ``counts`` of failed puzzles; written atomically at the end. The layout of all
   three files is ``runners/outputs.py``.
 
+Data parallelism: launched as several processes (``torchrun``/``accelerate launch``, which set
+``RANK`` and ``WORLD_SIZE``), process r asks the puzzles at positions r, r + W, ... of the
+planned list and appends them to its own ``samples.rank<r>.jsonl``; when it is done it leaves
+``.rank<r>.done``. Process 0 waits for every process, merges the rank files into
+``samples.jsonl`` (the same bytes as one process would write) and writes ``results.json``. A
+run interrupted in between resumes from the rank files, with any number of processes.
+
 Failures are per puzzle: an answer that cannot be had for this puzzle alone (an HTTP 4xx
 such as a request over the server's context, an image that cannot be decoded, a local model
 error) is a sample with ``status: failed`` and its ``error``; the run goes on, the failed
@@ -41,11 +48,12 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -212,9 +220,11 @@ def ask_item(item: Item, backend: Backend, rotations: int) -> dict[str, Any]:
     """Every rotation's answer for one puzzle, mapped back to original option indices, as a samples.jsonl record."""
     records = []
     failure = None
-    for rotation in range(rotations):
-        question, order = question_for(item, rotation)
-        answer = backend.answer(question)
+    asked = [question_for(item, rotation) for rotation in range(rotations)]
+    many = getattr(backend, "answer_many", None)
+    # A backend that batches gets every rotation at once (one padded batch); others are asked in turn.
+    answers = iter(many([q for q, _ in asked])) if many is not None else (backend.answer(q) for q, _ in asked)
+    for rotation, ((_, order), answer) in enumerate(zip(asked, answers)):
         if answer.failed:
             failure = (rotation, answer.error or "failed")
             break
@@ -229,7 +239,7 @@ def ask_item(item: Item, backend: Backend, rotations: int) -> dict[str, Any]:
             "correct": selected == item.answer_index,
         }
         if answer.scores is not None:
-            record["scores"] = [round(float(s), 6) for s in answer.scores]
+            record["scores"] = [round(float(s), 6) if math.isfinite(s) else None for s in answer.scores]
         if answer.raw is not None:
             record["raw"] = answer.raw
         if answer.error is not None:
@@ -507,12 +517,57 @@ class _FailureGuard:
                                "finished puzzles are kept, fix the cause and run the same command to resume")
 
 
+def process_ranks() -> tuple[int, int]:
+    """(rank, world size) from the launcher's environment; (0, 1) for a plain run."""
+    try:
+        rank, world = int(os.environ.get("RANK", "0") or 0), int(os.environ.get("WORLD_SIZE", "1") or 1)
+    except ValueError:
+        raise ChoiceError("RANK and WORLD_SIZE must be integers") from None
+    if world < 1 or not 0 <= rank < world:
+        raise ChoiceError(f"RANK {rank} is not within WORLD_SIZE {world}")
+    return rank, world
+
+
+def _run_token() -> str:
+    """Names one launch, so that process 0 never takes a finish marker left by an earlier launch."""
+    return os.environ.get("TORCHELASTIC_RUN_ID") or f"{os.environ.get('MASTER_ADDR', '')}:{os.environ.get('MASTER_PORT', '')}"
+
+
+def _rank_files(out: Path) -> list[Path]:
+    return sorted(out.glob("samples.rank*.jsonl"))
+
+
+def _read_samples(path: Path) -> dict[str, dict[str, Any]]:
+    """A samples file read without touching it (a torn last line is skipped)."""
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return found
+    for line in lines:
+        try:
+            sample = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(sample, dict) and isinstance(sample.get("id"), str) and isinstance(sample.get("rotations"), list):
+            found[sample["id"]] = sample
+    return found
+
+
 def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotations: int = OPTION_COUNT,
                resolution: int | None = None, tasks: Sequence[str] | None = None,
                difficulties: Sequence[str] | None = None, limit: int | None = None, workers: int = 1,
-               progress: bool = False, retry_failed: bool = False) -> RunResult:
-    """Ask every selected puzzle (skipping those already in ``out/samples.jsonl``), then write ``results.json``."""
+               progress: bool = False, retry_failed: bool = False, rank: int | None = None, world: int | None = None,
+               merge_timeout_s: float = 6 * 3600) -> RunResult:
+    """Ask every selected puzzle (skipping those already in ``out/samples.jsonl``), then write ``results.json``.
+
+    With ``world`` > 1 (default from RANK/WORLD_SIZE) this process asks its share; process 0 merges and reports."""
+    import time
+
     from tqdm import tqdm
+
+    if rank is None or world is None:
+        rank, world = process_ranks()
 
     dataset, out = Path(dataset), Path(out)
     if rotations not in (1, OPTION_COUNT):
@@ -526,9 +581,17 @@ def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotati
     resolution, rows = plan_rows(dataset, resolution, tasks, difficulties, limit)
     run = {"prompt_version": PROMPT_VERSION, "prompt_sha256": prompt_hash(dataset_configs(dataset)[resolution]),
            "rotations": rotations, "resolution": resolution, "dataset": _dataset_info(dataset), **backend.describe()}
+    if world > 1:
+        return _run_rank(dataset, backend, out, run, rows, rotations, resolution, workers, progress, retry_failed,
+                         rank, world, merge_timeout_s, time.monotonic)
     log = SampleLog(out / SAMPLES_FILE)
     try:
-        check_run(out, run, has_samples=bool(log.samples))
+        leftovers = _rank_files(out)
+        check_run(out, run, has_samples=bool(log.samples) or bool(leftovers))
+        for leftover in leftovers:  # an interrupted data-parallel run: its answers are kept
+            for sample in _read_samples(leftover).values():
+                log.append(sample)
+            leftover.unlink()
         pending = {r["id"] for r in rows
                    if r["id"] not in log.samples or (retry_failed and log.samples[r["id"]].get("status") == "failed")}
         bar = tqdm(total=len(pending), desc="tacit-choice", unit="puzzle", disable=not progress, dynamic_ncols=True)
@@ -544,7 +607,11 @@ def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotati
         log.rewrite_sorted()
     finally:
         log.close()
+    return _report(out, dataset, backend, run, rows, rotations, resolution, log, asked=len(pending))
 
+
+def _report(out: Path, dataset: Path, backend: Backend, run: dict[str, Any], rows: Sequence[dict[str, Any]], rotations: int,
+            resolution: int, log: SampleLog, asked: int) -> RunResult:
     samples = [log.samples[r["id"]] for r in rows]
     summary = {"dataset": _dataset_info(dataset), "resolution": resolution, "prompt_version": PROMPT_VERSION,
                **backend.describe(), **summarise(samples, rotations)}
@@ -554,7 +621,83 @@ def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotati
     write_bytes_atomic(out / RESULTS_FILE, (json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode())
     write_manifest(out, run, completed=True, counts=counts)
     notes = [f"dropped {log.dropped} unreadable line(s) from {SAMPLES_FILE}"] if log.dropped else []
-    return RunResult(out, summary, asked=len(pending), skipped=len(rows) - len(pending), notes=notes)
+    return RunResult(out, summary, asked=asked, skipped=len(rows) - asked, notes=notes)
+
+
+def _run_rank(dataset: Path, backend: Backend, out: Path, run: dict[str, Any], rows: Sequence[dict[str, Any]],
+              rotations: int, resolution: int, workers: int, progress: bool, retry_failed: bool, rank: int, world: int,
+              merge_timeout_s: float, clock: Callable[[], float]) -> RunResult:
+    """One process of a data-parallel run: its share into samples.rank<r>.jsonl; process 0 then merges."""
+    import time
+
+    marker = out / f".rank{rank}.done"
+    marker.unlink(missing_ok=True)
+    done = _read_samples(out / SAMPLES_FILE)
+    previous = previous_settings(out)
+    if done and previous is None:
+        raise ChoiceError(f"{out} holds samples but no {RUN_FILE} saying how they were made; use another --out")
+    # Rank files are only written by a launch whose process 0 records the settings, maybe a moment later.
+    for path in _rank_files(out):
+        done.update(_read_samples(path))
+    try:
+        check_settings(out, previous, run)
+    except SettingsMismatch as exc:
+        raise ChoiceError(str(exc)) from None
+    if rank == 0:
+        write_manifest(out, run, completed=False, counts=None)
+    mine = [r["id"] for i, r in enumerate(rows) if i % world == rank]
+    pending = {pid for pid in mine if pid not in done or (retry_failed and done[pid].get("status") == "failed")}
+    log = SampleLog(out / f"samples.rank{rank}.jsonl")
+    try:
+        bar = tqdm_bar(len(pending), f"tacit-choice (process {rank} of {world})", progress)
+        guard = _FailureGuard()
+        try:
+            items = load_items(dataset, resolution, pending) if pending else iter(())
+            for sample in bounded_map(lambda item: ask_item(item, backend, rotations), items, workers):
+                log.append(sample)
+                bar.update()
+                guard.see(sample)
+        finally:
+            bar.close()
+    finally:
+        log.close()
+    write_bytes_atomic(marker, json.dumps({"rank": rank, "world": world, "run": _run_token()}).encode("utf-8"))
+    if rank != 0:
+        return RunResult(out, {}, asked=len(pending), skipped=len(mine) - len(pending),
+                         notes=[f"process {rank} of {world} done; process 0 writes {RESULTS_FILE}"])
+    deadline = clock() + merge_timeout_s
+    markers = [out / f".rank{k}.done" for k in range(world)]
+    while not all(_marker_is_current(m, world) for m in markers):
+        if clock() > deadline:
+            missing = [k for k, m in enumerate(markers) if not _marker_is_current(m, world)]
+            raise BackendError(f"process(es) {', '.join(map(str, missing))} did not finish within {merge_timeout_s:g} s; "
+                               "the answers so far are kept, run the same command to resume")
+        time.sleep(0.5)
+    merged = SampleLog(out / SAMPLES_FILE)
+    try:
+        for path in _rank_files(out):
+            for sample in _read_samples(path).values():
+                merged.append(sample)
+        merged.rewrite_sorted()
+    finally:
+        merged.close()
+    for path in [*_rank_files(out), *markers]:
+        path.unlink(missing_ok=True)
+    return _report(out, dataset, backend, run, rows, rotations, resolution, merged, asked=len(pending))
+
+
+def _marker_is_current(path: Path, world: int) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("world") == world and data.get("run") == _run_token()
+
+
+def tqdm_bar(total: int, desc: str, progress: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="puzzle", disable=not progress, dynamic_ncols=True)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -563,9 +706,10 @@ def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotati
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``vrforge run tacit-choice``."""
     parser.add_argument("dataset", help="a built TACIT dataset folder")
-    parser.add_argument("--backend", choices=("likelihood", "openai"), default="likelihood",
+    parser.add_argument("--backend", choices=("likelihood", "openai", "vllm"), default="likelihood",
                         help="likelihood: option-letter log-likelihood with a transformers VLM; "
-                             "openai: parse the letter from an OpenAI-compatible endpoint's answer")
+                             "openai: parse the letter from an OpenAI-compatible endpoint's answer; "
+                             "vllm: option-letter logprobs from an offline vLLM engine (extra 'vllm', CUDA)")
     parser.add_argument("--model", required=True, help="hub id or local folder (likelihood), or the served model name (openai)")
     parser.add_argument("--out", help="output folder (default ./tacit-choice)")
     parser.add_argument("--resolution", type=int, help="which configs' images to show (default 1024 px, else the smallest present)")
@@ -585,6 +729,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="the continuation scored per option, e.g. '{letter}' or 'The answer is {letter}.'")
     group.add_argument("--normalise", choices=("mean", "sum"), default="mean",
                        help="per-token mean (length-normalised) or sum of the continuation's log-likelihood")
+    group.add_argument("--batch-size", type=int, default=5,
+                       help="questions per forward pass (a puzzle's rotations are batched; default 5)")
+    group.add_argument("--processor-kwargs", help="JSON object for the processor, e.g. '{\"max_pixels\": 802816}'")
     group = parser.add_argument_group("openai backend")
     group.add_argument("--base-url", help="the endpoint, e.g. http://localhost:8000/v1")
     group.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
@@ -607,10 +754,19 @@ def _make_backend(args: argparse.Namespace) -> Backend:
                                           cache_dir=args.cache_dir, timeout_s=args.timeout,
                                           max_retries=args.max_retries, max_tokens=args.max_tokens)
     if args.workers != 1:
-        raise ChoiceError("--workers applies to the openai backend; the likelihood backend asks one puzzle at a time")
+        raise ChoiceError(f"--workers applies to the openai backend; --backend {args.backend} batches with --batch-size")
+    if args.backend == "vllm":
+        return vlm_backends.VLLMBackend(args.model, engine_kwargs={"trust_remote_code": args.trust_remote_code})
+    try:
+        processor_kwargs = json.loads(args.processor_kwargs) if args.processor_kwargs else {}
+    except json.JSONDecodeError as exc:
+        raise ChoiceError(f"--processor-kwargs is not valid JSON ({exc.msg})") from None
+    if not isinstance(processor_kwargs, dict):
+        raise ChoiceError("--processor-kwargs must be a JSON object, e.g. '{\"max_pixels\": 802816}'")
     return vlm_backends.LikelihoodBackend(args.model, revision=args.revision, dtype=args.dtype, device=args.device,
                                           trust_remote_code=args.trust_remote_code, local_files_only=args.local_files_only,
-                                          answer_template=args.answer_template, normalise=args.normalise)
+                                          answer_template=args.answer_template, normalise=args.normalise,
+                                          batch_size=args.batch_size, processor_kwargs=processor_kwargs)
 
 
 def _fail(message: str) -> int:

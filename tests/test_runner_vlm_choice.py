@@ -409,3 +409,161 @@ def test_the_gap_against_a_choice_run_includes_circular_accuracy_and_mcnemar(dat
     circular = gap["circular"]
     assert circular["discriminative_circular_accuracy"] == 0.0 and circular["gap"] == pytest.approx(-4 / 6, abs=1e-6)
     assert circular["mcnemar"]["only_first"] == 4 and circular["mcnemar"]["p_value"] == pytest.approx(0.125)
+
+
+def test_batched_questions_and_the_kv_cache_give_the_unbatched_scores(dataset, tiny_llava):
+    """Left-padded batches (questions of different lengths) and continuations scored over the prompt's KV cache
+    agree with one question and one full pass at a time."""
+    from vrforge.runners.vlm_backends import LikelihoodBackend
+    from vrforge.runners.vlm_choice import load_items
+
+    item = next(load_items(dataset, 512, {"maze-easy-0001"}))
+    questions = [question_for(item, r)[0] for r in range(5)]
+    # Another task's hint makes a longer text: the batch needs padding.
+    questions.append(Question("raven", questions[0].puzzle, questions[0].options))
+    options = {"local_files_only": True, "dtype": "float32", "device": "cpu"}
+    for template in ("{letter}", "Option {letter}:"):
+        one = LikelihoodBackend(str(tiny_llava), answer_template=template, normalise="sum", **options)
+        batched = LikelihoodBackend(str(tiny_llava), answer_template=template, normalise="sum", batch_size=6, **options)
+        alone = [one.answer(q).scores for q in questions]
+        together = [a.scores for a in batched.answer_many(questions)]
+        for a, b in zip(alone, together):
+            assert a == pytest.approx(b, abs=1e-4), template
+        if template != "{letter}":  # the KV-cache path against one full pass per continuation
+            one.load()
+            images = [[Image.open(io.BytesIO(v)).convert("RGB") for k, v in q.parts() if k == "image"] for q in questions[:1]]
+            inputs = one.processor(images=images[0], text=one.prompt_text(questions[0]), return_tensors="pt")
+            assert one.score(inputs, one.continuations, one_pass=False) == pytest.approx(alone[0], abs=1e-4)
+
+
+def test_data_parallel_processes_write_rank_files_and_process_0_merges(dataset, tmp_path):
+    fresh = tmp_path / "fresh"
+    run_choice(dataset, FakeBackend(oracle), fresh)
+    out = tmp_path / "dp"
+    one, zero = FakeBackend(oracle), FakeBackend(oracle)
+    result = run_choice(dataset, one, out, rank=1, world=2)
+    assert result.summary == {} and (out / "samples.rank1.jsonl").is_file() and (out / ".rank1.done").is_file()
+    assert len(one.questions) == 3 * 5  # puzzles 1, 3, 5 of six
+    assert not (out / "results.json").exists()
+    merged = run_choice(dataset, zero, out, rank=0, world=2, merge_timeout_s=5)
+    assert len(zero.questions) == 3 * 5 and merged.summary["puzzles"] == 6
+    for name in ("results.json", SAMPLES_FILE):
+        assert (out / name).read_bytes() == (fresh / name).read_bytes()
+    assert not list(out.glob("samples.rank*")) and not list(out.glob(".rank*"))
+
+
+def test_an_interrupted_data_parallel_run_resumes_in_one_process(dataset, tmp_path):
+    from vrforge.runners.vlm_choice import BackendError
+
+    out = tmp_path / "dp"
+    run_choice(dataset, FakeBackend(oracle), out, rank=1, world=2)
+    with pytest.raises(BackendError, match=r"process\(es\) 1 did not finish"):  # process 1's marker is from another launch
+        (out / ".rank1.done").write_text(json.dumps({"rank": 1, "world": 2, "run": "an earlier launch"}))
+        run_choice(dataset, FakeBackend(oracle), out, rank=0, world=2, merge_timeout_s=0.2)
+    backend = FakeBackend(oracle)
+    result = run_choice(dataset, backend, out)  # one process: the rank files' answers are kept
+    assert backend.questions == [] and result.summary["puzzles"] == 6
+    assert not list(out.glob("samples.rank*"))
+
+
+class _Logprob:
+    def __init__(self, logprob: float) -> None:
+        self.logprob = logprob
+
+
+class FakeVLLM:
+    """Stands in for ``vllm.LLM``: a tokenizer with one id per letter, and generate() returning the first
+    position's top logprobs, favouring the option whose image is the green solution."""
+
+    class Tokenizer:
+        def encode(self, text, add_special_tokens=False):
+            return [100 + "ABCDE".index(text)] if text in "ABCDE" and len(text) == 1 else [1, 2]
+
+        def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
+            parts = messages[0]["content"]
+            return "".join("<image>" if p["type"] == "image" else p["text"] for p in parts) + "ASSISTANT:"
+
+    def __init__(self) -> None:
+        self.requests = []
+
+    def get_tokenizer(self):
+        return self.Tokenizer()
+
+    def generate(self, requests, params, use_tqdm=False):
+        self.requests.extend(requests)
+        outputs = []
+        for request in requests:
+            options = request["multi_modal_data"]["image"][1:]
+            solution = [img.getpixel((0, 0)) for img in options].index(SOLUTION_RGB)
+            # the solution's letter first, the next letter second; the other three fall outside the top logprobs
+            top = {100 + solution: _Logprob(-0.1), 100 + (solution + 1) % 5: _Logprob(-2.5)}
+            outputs.append(type("Out", (), {"outputs": [type("Seq", (), {"logprobs": [top]})()]})())
+        return outputs
+
+
+def test_vllm_backend_scores_the_letters_from_logprobs(dataset, tmp_path):
+    from vrforge.runners.vlm_backends import VLLMBackend
+
+    engine = FakeVLLM()
+    backend = VLLMBackend("fake/vlm", engine=engine, sampling_params=object())
+    result = run_choice(dataset, backend, tmp_path / "out", difficulties=["easy"])
+    assert result.summary["circular"]["overall"]["accuracy"] == 1.0 and result.summary["backend"] == "vllm"
+    assert len(engine.requests) == 3 * 5 and all(len(r["multi_modal_data"]["image"]) == 6 for r in engine.requests)
+    assert engine.requests[0]["prompt"].count("<image>") == 6 and engine.requests[0]["prompt"].endswith("ASSISTANT:")
+    scores = _samples(tmp_path / "out")[0]["rotations"][0]["scores"]
+    assert sorted(s for s in scores if s is not None) == [-2.5, -0.1] and scores.count(None) == 3
+
+
+def test_vllm_backend_needs_vllm(monkeypatch):
+    import builtins
+
+    from vrforge.runners.vlm_backends import BackendError, VLLMBackend
+
+    real_import = builtins.__import__
+
+    def no_vllm(name, *args, **kwargs):
+        if name == "vllm":
+            raise ImportError("No module named 'vllm'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_vllm)
+    with pytest.raises(BackendError, match=r"vrforge\[vllm\]"):
+        VLLMBackend("some/model")
+
+
+def test_processor_kwargs_and_the_model_class_registry(tiny_llava, monkeypatch):
+    import transformers
+
+    from vrforge.runners import vlm_backends
+
+    seen = {}
+    real = transformers.AutoProcessor.from_pretrained
+
+    def spy(model, **kwargs):
+        seen.update(kwargs)
+        return real(model, **{k: v for k, v in kwargs.items() if k != "max_pixels"})
+
+    monkeypatch.setattr(transformers.AutoProcessor, "from_pretrained", spy)
+    backend = vlm_backends.LikelihoodBackend(str(tiny_llava), local_files_only=True, dtype="float32", device="cpu",
+                                             processor_kwargs={"max_pixels": 802816})
+    backend.load()
+    assert seen["max_pixels"] == 802816 and backend.describe()["processor_kwargs"] == {"max_pixels": 802816}
+    common = {"revision": None, "trust_remote_code": False, "local_files_only": True}
+    assert vlm_backends.model_classes(str(tiny_llava), common) == list(vlm_backends.AUTO_CLASSES)
+    monkeypatch.setitem(vlm_backends.MODEL_CLASSES, "llava", "AutoModel")
+    assert vlm_backends.model_classes(str(tiny_llava), common)[0] == "AutoModel"
+
+
+def test_every_model_class_failure_is_named_on_one_line(tiny_llava, tmp_path):
+    import shutil
+
+    from vrforge.runners.vlm_backends import BackendError, load_vlm
+
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_llava, broken)
+    for weights in broken.glob("*.safetensors"):
+        weights.write_bytes(b"not weights")
+    with pytest.raises(BackendError) as caught:
+        load_vlm(str(broken), local_files_only=True, dtype="float32", device="cpu")
+    message = str(caught.value)
+    assert "\n" not in message and "AutoModelForImageTextToText:" in message and "AutoModel:" in message
