@@ -567,3 +567,13 @@ def test_every_model_class_failure_is_named_on_one_line(tiny_llava, tmp_path):
         load_vlm(str(broken), local_files_only=True, dtype="float32", device="cpu")
     message = str(caught.value)
     assert "\n" not in message and "AutoModelForImageTextToText:" in message and "AutoModel:" in message
+
+
+def test_vlm_choice_bench_smoke(tmp_path):
+    from vrforge.bench.vlm_choice import main
+
+    results = tmp_path / "vlm_choice.json"
+    assert main(["--puzzles", "1", "--hidden", "32", "--layers", "1", "--results", str(results)]) == 0
+    report = json.loads(results.read_text())
+    assert report["questions"] == 5 and report["one_token_answers"]["batched"]["questions_per_second"] > 0
+    assert report["multi_token_answers"]["kv_speedup"] > 0 and report["model"]["images_per_question"] == 6
