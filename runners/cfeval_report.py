@@ -383,6 +383,11 @@ def cli_calibrate(args: argparse.Namespace) -> int:
         run = load_run(args.run)
         human = {k: v for k, v in load_human(args.human, args.human_threshold).items() if k[1] in levels}
         scores = judged_scores(run, parse_weights(args.weights), statuses=("ok", *ZERO_STATUSES))
+        if any(len(key) == 3 for key in scores):  # several images per prompt: the gate sees the prompt's mean S
+            grouped: dict[tuple[str, str], list[float]] = defaultdict(list)
+            for (sid, level, _), value in scores.items():
+                grouped[(sid, level)].append(value)
+            scores = {key: sum(values) / len(values) for key, values in grouped.items()}
         common = [k for k in human if k in scores]
         if not common:
             raise CFEvalError(f"no image of {args.human} was judged in {run.path} (match on scenario_id and level)")
