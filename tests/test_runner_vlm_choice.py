@@ -577,3 +577,27 @@ def test_vlm_choice_bench_smoke(tmp_path):
     report = json.loads(results.read_text())
     assert report["questions"] == 5 and report["one_token_answers"]["batched"]["questions_per_second"] > 0
     assert report["multi_token_answers"]["kv_speedup"] > 0 and report["model"]["images_per_question"] == 6
+
+
+def test_ctrl_c_stops_tacit_choice_after_the_questions_in_flight(dataset, tmp_path):
+    import _thread
+    import threading
+    import time
+
+    class Slow(FakeBackend):
+        def answer(self, question):
+            time.sleep(0.05)
+            return super().answer(question)
+
+    backend = Slow(oracle)
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        run_choice(dataset, backend, tmp_path / "out", workers=2)
+    time.sleep(0.5)  # what was in flight finishes; nothing new starts
+    asked = len(backend.questions)
+    assert asked < 30, f"{asked} of 30 questions asked after Ctrl-C"
+    finished = _samples(tmp_path / "out")
+    assert all(len(s["rotations"]) == 5 for s in finished)  # only complete puzzles are kept
+    result = run_choice(dataset, FakeBackend(oracle), tmp_path / "out")  # and the same command resumes
+    assert result.summary["puzzles"] == 6 and result.skipped == len(finished)
