@@ -10,7 +10,11 @@ questions, and the answer is a JSON object with one ``{"reasoning", "score"}`` p
 question id (``q1``, ``q2``, ...), enforced by a strict JSON Schema. An answer that is not
 JSON, misses a question or gives a non-numeric score is retried with backoff by the shared
 client; when every attempt fails the image is recorded as ``failed`` with the reason and
-left out of the means. Scores are clipped into [0, 1] (the raw value is kept);
+left out of the means, and the run goes on. Errors that concern every request (no connection,
+401/403/404, 429 or 5xx after the retries) or ten failed images in a row stop the run instead
+(exit 2; the answers already received are cached, so the same command resumes). At most
+2 x ``--workers`` requests are submitted at a time, so Ctrl-C stops the run after the
+requests in flight. Scores are clipped into [0, 1] (the raw value is kept);
 ``--snap`` rounds them to the nearest of 0 / 0.5 / 1, the values the official questions use.
 
 The judge persona is chosen per level (``--persona l1=balanced,l2=strict,l3=strict``, the
@@ -20,7 +24,13 @@ request for anything already judged. ``--skip-gated`` judges every L1 image firs
 no request for L2/L3 of a scenario whose S_L1 is below the threshold (they count as 0).
 
 A missing image counts as S = 0 (the model produced nothing), as does an image that cannot
-be decoded; both are counted apart. Output: ``judgements.jsonl`` (one line per image:
+be decoded; both are counted apart.
+
+Several images per prompt (``--images-per-prompt N``, the layout ``vrforge run t2i`` writes
+with the same option: ``<scenario_id>/<level>_<k>.png``): every image is judged (records carry
+``sample`` = k). The prompt's S is the mean of its images' S; ``summary`` (the main figures,
+per prompt) gates and averages those, and ``per_image`` treats each image index as its own
+draw of the scenario (image k of L1 gates image k of L2 and L3). Output: ``judgements.jsonl`` (one line per image:
 scenario_id, domain, subdomain, level, image, status, questions [id, source_id, dimension,
 weight, score, raw_score, reasoning], dimension_scores, S (before the gate), S_gated,
 gated, judge, persona, usage, cached, request_hash, error, clipped) and ``results.json``
@@ -33,10 +43,10 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -50,6 +60,7 @@ RESULTS_FILE = "results.json"
 JUDGEMENTS_FILE = "judgements.jsonl"
 SCHEMA_NAME = "cfeval_scores"
 STATUSES = ("ok", "failed", "missing_image", "unusable_image", "gated", "no_questions")
+MAX_CONSECUTIVE_FAILURES = 10  # that many failed images in a row concern every request: the run stops
 
 
 class CFEvalError(Exception):
@@ -78,8 +89,8 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
     return [by_id[k] for k in sorted(by_id)]
 
 
-def image_path(images_dir: Path, scenario_id: str, level: str) -> Path:
-    return images_dir / scenario_id / f"{level}.png"
+def image_path(images_dir: Path, scenario_id: str, level: str, sample: int | None = None) -> Path:
+    return images_dir / scenario_id / (f"{level}.png" if sample is None else f"{level}_{sample}.png")
 
 
 def _read_image(path: Path) -> tuple[bytes | None, str, str]:
@@ -163,6 +174,7 @@ class JudgeSettings:
     dimension_weights: dict[str, float] | None = None
     levels: tuple[str, ...] = LEVELS
     workers: int = 4
+    images_per_prompt: int = 1
 
 
 def _usage_dict(usage: Any) -> dict[str, int]:
@@ -173,37 +185,49 @@ def _usage_dict(usage: Any) -> dict[str, int]:
 _NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0, "cache_hits": 0}
 
 
-def _record(scenario: Scenario, level: str, status: str, judge: str, persona: str, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
+def _record(scenario: Scenario, level: str, status: str, judge: str, persona: str, sample: int | None = None,
+            **extra: Any) -> dict[str, Any]:
+    image = f"{scenario.id}/{level}.png" if sample is None else f"{scenario.id}/{level}_{sample}.png"
+    base = {
         "scenario_id": scenario.id, "domain": scenario.domain, "subdomain": scenario.subdomain, "level": level,
-        "image": f"{scenario.id}/{level}.png", "status": status, "judge": judge, "persona": persona,
+        "image": image, "status": status, "judge": judge, "persona": persona,
         "questions": [], "dimension_scores": {}, "S": None, "usage": dict(_NO_USAGE), "cached": False,
         "request_hash": "", "error": "", "clipped": 0,
     }
+    if sample is not None:
+        base["sample"] = sample
     base.update(extra)
     return base
 
 
-def judge_image(client: Any, scenario: Scenario, level: str, images_dir: Path, settings: JudgeSettings) -> dict[str, Any]:
-    """Judge one image; never raises for a bad image or a bad answer (the record says what happened)."""
+def judge_image(client: Any, scenario: Scenario, level: str, images_dir: Path, settings: JudgeSettings,
+                sample: int | None = None) -> dict[str, Any]:
+    """Judge one image (image ``sample`` of several per prompt); never raises for a bad image or a bad answer
+    (the record says what happened)."""
     from vrforge.openai_client import ChatError
 
     judge = client.config.model
     persona_name = settings.personas[level]
     persona = get_persona(persona_name)
     questions = level_questions(scenario, level)
+
+    def record(status: str, **extra: Any) -> dict[str, Any]:
+        return _record(scenario, level, status, judge, persona_name, sample, **extra)
+
     if not questions:
-        return _record(scenario, level, "no_questions", judge, persona_name, error="the scenario has no questions at this level")
-    data, mime, status = _read_image(image_path(images_dir, scenario.id, level))
+        return record("no_questions", error="the scenario has no questions at this level")
+    data, mime, status = _read_image(image_path(images_dir, scenario.id, level, sample))
     if data is None:
-        return _record(scenario, level, status, judge, persona_name, S=0.0)
+        return record(status, S=0.0)
     messages = build_messages(persona, questions, data, mime)
     try:
         result = client.complete_json(messages, response_schema(len(questions)), SCHEMA_NAME, validate=check_answer(len(questions)))
     except ChatError as exc:
-        return _record(scenario, level, "failed", judge, persona_name, error=f"{exc.kind}: {exc.message}")
-    scored: list[dict[str, Any]] = []
-    clipped = 0
+        if getattr(exc, "concerns_every_request", False):
+            raise CFEvalError(f"the judge endpoint cannot answer ({exc.kind}: {exc.message}); "
+                              "answers received so far are cached, run the same command to resume") from None
+        return record("failed", error=f"{exc.kind}: {exc.message}")
+    scored, clipped = [], 0
     for i, q in enumerate(questions, 1):
         entry = result.data[f"q{i}"]
         raw = float(entry["score"])
@@ -215,33 +239,32 @@ def judge_image(client: Any, scenario: Scenario, level: str, images_dir: Path, s
                        "score": score, "raw_score": raw, "reasoning": str(entry.get("reasoning", ""))})
     parts = [metrics.ScoredQuestion(s["dimension"], s["weight"], s["score"]) for s in scored]
     dims = metrics.dimension_scores(parts)
-    return _record(
-        scenario, level, "ok", judge, persona_name, questions=scored,
+    return record(
+        "ok", questions=scored,
         dimension_scores={d: v["score"] for d, v in dims.items()},
         S=metrics.image_score(parts, settings.dimension_weights),
         usage=_usage_dict(result.usage), cached=result.cached, request_hash=result.request_hash, clipped=clipped,
     )
 
 
-def _map(jobs: list[tuple[Scenario, str]], run: Callable[[Scenario, str], dict[str, Any]], workers: int,
+def _map(jobs: Sequence[tuple[Any, ...]], run: Callable[..., dict[str, Any]], workers: int,
          progress: bool, desc: str) -> list[dict[str, Any]]:
+    """``run`` over the jobs with at most 2 x workers requests submitted (Ctrl-C stops after those in flight)."""
     from tqdm import tqdm
 
+    from vrforge.runners.concurrency import bounded_map
+
     bar = tqdm(total=len(jobs), desc=desc, unit="image", disable=not progress, dynamic_ncols=True)
+    results, in_a_row = [], 0
     try:
-        if workers <= 1 or len(jobs) < 2:
-            results = []
-            for scenario, level in jobs:
-                results.append(run(scenario, level))
-                bar.update()
-            return results
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(run, scenario, level) for scenario, level in jobs]
-            results = []
-            for future in futures:
-                results.append(future.result())
-                bar.update()
-            return results
+        for record in bounded_map(lambda job: run(*job), jobs, workers):
+            results.append(record)
+            bar.update()
+            in_a_row = in_a_row + 1 if record["status"] == "failed" else 0
+            if in_a_row >= MAX_CONSECUTIVE_FAILURES:
+                raise CFEvalError(f"{in_a_row} images in a row failed (last: {record['error']}); answers received "
+                                  "so far are cached, fix the cause and run the same command to resume")
+        return results
     finally:
         bar.close()
 
@@ -249,42 +272,72 @@ def _map(jobs: list[tuple[Scenario, str]], run: Callable[[Scenario, str], dict[s
 def judge_run(client: Any, scenarios: Sequence[Scenario], images_dir: Path, settings: JudgeSettings,
               progress: bool = False) -> list[dict[str, Any]]:
     """Judge every (scenario, level) image; records sorted by scenario id and level."""
-    def run(scenario: Scenario, level: str) -> dict[str, Any]:
-        return judge_image(client, scenario, level, images_dir, settings)
+    def run(scenario: Scenario, level: str, sample: int | None) -> dict[str, Any]:
+        return judge_image(client, scenario, level, images_dir, settings, sample)
 
+    check_levels(settings.levels)
+    if settings.images_per_prompt < 1:
+        raise CFEvalError(f"--images-per-prompt must be at least 1, got {settings.images_per_prompt}")
+    samples: list[int | None] = [None] if settings.images_per_prompt == 1 else list(range(settings.images_per_prompt))
     levels = [lvl for lvl in LEVELS if lvl in settings.levels]
-    records: dict[tuple[str, str], dict[str, Any]] = {}
+    records: dict[tuple[str, str, int], dict[str, Any]] = {}
+
+    def key(record: dict[str, Any]) -> tuple[str, str, int]:
+        return record["scenario_id"], record["level"], record.get("sample") or 0
+
     first = ["l1"] if settings.skip_gated and "l1" in levels else []
-    for record in _map([(s, "l1") for s in scenarios] if first else [], run, settings.workers, progress, "judge L1"):
-        records[(record["scenario_id"], "l1")] = record
-    jobs: list[tuple[Scenario, str]] = []
+    l1_jobs = [(s, "l1", k) for s in scenarios for k in samples] if first else []
+    for record in _map(l1_jobs, run, settings.workers, progress, "judge L1"):
+        records[key(record)] = record
+    jobs: list[tuple[Scenario, str, int | None]] = []
     for scenario in scenarios:
-        s1 = records.get((scenario.id, "l1"), {}).get("S")
+        s1 = prompt_score([records.get((scenario.id, "l1", k or 0), {}).get("S") for k in samples])
         for level in levels:
-            if (scenario.id, level) in records:
-                continue
-            if first and level != "l1" and metrics.is_gated(s1, settings.threshold):
-                records[(scenario.id, level)] = _record(
-                    scenario, level, "gated", client.config.model, settings.personas[level],
-                    error=f"not judged: S_L1 {s1:.4f} < threshold {settings.threshold:g}")
-                continue
-            jobs.append((scenario, level))
+            for k in samples:
+                if (scenario.id, level, k or 0) in records:
+                    continue
+                if first and level != "l1" and metrics.is_gated(s1, settings.threshold):
+                    records[(scenario.id, level, k or 0)] = _record(
+                        scenario, level, "gated", client.config.model, settings.personas[level], k,
+                        error=f"not judged: S_L1 {s1:.4f} < threshold {settings.threshold:g}")
+                    continue
+                jobs.append((scenario, level, k))
     for record in _map(jobs, run, settings.workers, progress, "judge"):
-        records[(record["scenario_id"], record["level"])] = record
-    ordered = [records[key] for key in sorted(records, key=lambda k: (k[0], LEVELS.index(k[1])))]
+        records[key(record)] = record
+    ordered = [records[k] for k in sorted(records, key=lambda k: (k[0], LEVELS.index(k[1]), k[2]))]
     _add_gated_scores(ordered, settings.threshold)
     return ordered
 
 
+def prompt_score(scores: Sequence[float | None]) -> float | None:
+    """A prompt's S from its images' S: their mean, leaving out the images that got no judgement."""
+    known = [s for s in scores if s is not None]
+    return sum(known) / len(known) if known else None
+
+
+def prompt_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One metrics row per (scenario, level) with the prompt's S (identity with one image per prompt)."""
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        grouped.setdefault((r["scenario_id"], r["level"]), []).append(r)
+    return [{"scenario_id": sid, "domain": rows[0].get("domain", ""), "level": level,
+             "S": prompt_score([r["S"] for r in rows])} for (sid, level), rows in grouped.items()]
+
+
 def _add_gated_scores(records: Sequence[dict[str, Any]], threshold: float) -> None:
-    """Each record's S after the L1 gate (``S_gated``) and whether the gate zeroed it (``gated``)."""
+    """Each record's S after the L1 gate (``S_gated``) and whether the gate zeroed it (``gated``).
+
+    The gate is the prompt's: with several images per prompt, the mean S_L1 of its images decides."""
     by_scenario: dict[str, dict[str, float | None]] = {}
+    for row in prompt_rows(records):
+        by_scenario.setdefault(row["scenario_id"], {})[row["level"]] = row["S"]
     for r in records:
-        by_scenario.setdefault(r["scenario_id"], {})[r["level"]] = r["S"]
-    for r in records:
-        levels = by_scenario[r["scenario_id"]]
-        r["S_gated"] = metrics.gate(levels, threshold).get(r["level"]) if "l1" in levels else r["S"]
-        r["gated"] = r["level"] != "l1" and metrics.is_gated(levels.get("l1"), threshold)
+        gated = r["level"] != "l1" and metrics.is_gated(by_scenario[r["scenario_id"]].get("l1"), threshold)
+        if by_scenario[r["scenario_id"]].get("l1") is None and r["level"] != "l1":
+            r["S_gated"] = None  # the gate cannot be decided
+        else:
+            r["S_gated"] = 0.0 if gated else r["S"]
+        r["gated"] = gated
 
 
 def summarize(records: Sequence[dict[str, Any]], settings: JudgeSettings, judge_info: dict[str, Any],
@@ -310,13 +363,55 @@ def summarize(records: Sequence[dict[str, Any]], settings: JudgeSettings, judge_
         "usage": {k: usage.get(k, 0) for k in _NO_USAGE},
         "failures": [{"scenario_id": r["scenario_id"], "level": r["level"], "error": r["error"]}
                      for r in records if r["status"] == "failed"],
-        "metrics": metrics.model_summary(_metric_rows(records), settings.threshold),
+        "failure_reasons": dict(sorted(Counter(failure_reason(r["error"]) for r in records if r["status"] == "failed").items())),
+        "summary": metrics.model_summary(_metric_rows(records), settings.threshold),
+        **({"images_per_prompt": settings.images_per_prompt,
+            "per_image": metrics.model_summary(_per_image_rows(records), settings.threshold)}
+           if settings.images_per_prompt > 1 else {}),
     }
 
 
+def failure_reason(error: str) -> str:
+    """What a failed image's error groups under: its kind, with the HTTP status for HTTP errors ("http 400")."""
+    kind = error.split(":", 1)[0].strip() or "unknown"
+    status = re.search(r"\bHTTP (\d{3})\b", error) if kind == "http" else None
+    return f"http {status[1]}" if status else kind
+
+
 def _metric_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What the metrics use: gated-and-skipped images count as unjudged (the gate makes them 0)."""
-    return [{"scenario_id": r["scenario_id"], "domain": r["domain"], "level": r["level"], "S": r["S"]} for r in records]
+    """What the metrics use, per prompt: gated-and-skipped images count as unjudged (the gate makes them 0)."""
+    return prompt_rows(records)
+
+
+def _per_image_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each image index k as its own draw of the scenario (image k of L1 gates image k of L2/L3)."""
+    return [{"scenario_id": f"{r['scenario_id']}#{r.get('sample', 0)}", "domain": r["domain"], "level": r["level"],
+             "S": r["S"]} for r in records]
+
+
+def manifest_settings(settings: JudgeSettings, judge_info: dict[str, Any], scenarios: Sequence[Scenario],
+                      images_dir: Path, label: str) -> dict[str, Any]:
+    """What the judgements depend on, for ``run_manifest.json`` (the texts as sha256)."""
+    from vrforge.runners.outputs import text_sha256
+
+    personas = {level: settings.personas[level] for level in LEVELS}
+    persona_texts = {name: [get_persona(name).system, get_persona(name).instruction] for name in sorted(set(personas.values()))}
+    return {"judge": judge_info, "personas": personas, "personas_sha256": text_sha256(persona_texts),
+            "scenarios_sha256": text_sha256([s.to_dict() for s in scenarios]), "scenarios": len(scenarios),
+            "levels": list(settings.levels), "threshold": settings.threshold, "snap": settings.snap,
+            "skip_gated": settings.skip_gated, "dimension_weights": settings.dimension_weights or {},
+            "images": str(images_dir), "model": label, "images_per_prompt": settings.images_per_prompt}
+
+
+def write_manifest(out_dir: Path, run_settings: dict[str, Any], *, completed: bool, counts: dict[str, Any]) -> None:
+    """``run_manifest.json``: written before the first request and again at the end. A rerun recomputes every
+    judgement (answers come from the cache keyed by the request), so other settings never mix in."""
+    from vrforge.fileio import write_bytes_atomic
+    from vrforge.runners.outputs import FORMAT_VERSION, MANIFEST_FILE
+
+    manifest = {"format_version": FORMAT_VERSION, "kind": "cfeval-judge", "settings": run_settings,
+                "runs": [{"completed": completed}], "counts": counts}
+    write_bytes_atomic(out_dir / MANIFEST_FILE, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def write_outputs(out_dir: Path, records: Sequence[dict[str, Any]], results: dict[str, Any]) -> tuple[Path, Path]:
@@ -351,14 +446,23 @@ def parse_weights(spec: str | None) -> dict[str, float] | None:
     return weights
 
 
-def parse_levels(spec: str | None) -> tuple[str, ...]:
+def parse_levels(spec: str | None, need_l1: bool = False) -> tuple[str, ...]:
     if not spec:
         return LEVELS
     levels = tuple(p.strip().lower() for p in spec.split(",") if p.strip())
     unknown = [lvl for lvl in levels if lvl not in LEVELS]
     if unknown or not levels:
         raise CFEvalError(f"--levels: {', '.join(unknown) or spec!r} not among {', '.join(LEVELS)}")
+    if need_l1:
+        check_levels(levels)
     return levels
+
+
+def check_levels(levels: Sequence[str]) -> None:
+    """L2 and L3 are gated by S_L1: judging them without L1 would give metrics that cannot be computed."""
+    if "l1" not in levels:
+        raise CFEvalError(f"--levels {','.join(levels)} leaves out l1, whose score gates L2 and L3 "
+                          "(S_L1 < threshold sets them to 0): add l1 (cached answers are reused)")
 
 
 ENDPOINT_DEFAULTS = {"timeout": 120.0, "max_retries": 3, "backoff": 1.0}  # --backend openai only
@@ -385,6 +489,8 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights",
                         help="override dimension weights, e.g. visual_integrity=3,assessment_point=15,logic_consistency=8")
     parser.add_argument("--levels", help="judge only these levels, e.g. l1,l2 (default all)")
+    parser.add_argument("--images-per-prompt", type=int, default=1,
+                        help="images per scenario and level, read as <scenario_id>/<level>_<k>.png (default 1: <level>.png)")
     parser.add_argument("--domain", action="append", help="judge only this domain (repeatable)")
     parser.add_argument("--limit", type=int, help="judge only the first N scenarios (by id)")
     parser.add_argument("--cache-dir", help="response cache folder (default <out>/cache)")
@@ -424,7 +530,8 @@ def _settings_from_args(args: argparse.Namespace) -> JudgeSettings:
     except PersonaError as exc:
         raise CFEvalError(str(exc)) from None
     return JudgeSettings(personas=personas, threshold=args.threshold, snap=args.snap, skip_gated=args.skip_gated,
-                         dimension_weights=parse_weights(args.weights), levels=parse_levels(args.levels), workers=args.workers)
+                         dimension_weights=parse_weights(args.weights), levels=parse_levels(args.levels, need_l1=True),
+                         workers=args.workers, images_per_prompt=args.images_per_prompt)
 
 
 def _check_backend_args(args: argparse.Namespace) -> None:
@@ -491,6 +598,12 @@ def cli_judge(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     progress = sys.stderr.isatty() if args.progress is None else args.progress
+    run_settings = manifest_settings(settings, judge_info, scenarios, images_dir, label)
+    try:
+        write_manifest(out, run_settings, completed=False, counts={})
+    except OSError as exc:
+        print(f"error: cannot write to {out} ({exc.__class__.__name__}: {exc})", file=sys.stderr)
+        return 2
     try:
         with client:
             records = judge_run(client, scenarios, images_dir, settings, progress=progress)
@@ -503,6 +616,7 @@ def cli_judge(args: argparse.Namespace) -> int:
     results = summarize(records, settings, judge_info, label)
     try:
         results_path, _ = write_outputs(out, records, results)
+        write_manifest(out, run_settings, completed=True, counts=results["counts"])
     except OSError as exc:
         print(f"error: cannot write to {out} ({exc.__class__.__name__}: {exc})", file=sys.stderr)
         return 2
@@ -517,7 +631,7 @@ def _fmt(value: float | None) -> str:
 
 
 def format_summary_line(results: dict[str, Any]) -> str:
-    overall = results["metrics"]["overall"]
+    overall = results["summary"]["overall"]
     counts, usage = results["counts"], results["usage"]
     return (f"{results['model']} judged by {results['judge']['model']}: L1 {_fmt(overall['l1'])}, L2 {_fmt(overall['l2'])}, "
             f"L3 {_fmt(overall['l3'])}, PRR {_fmt(overall['prr'])}, RRR {_fmt(overall['rrr'])}; "

@@ -3,22 +3,27 @@
 Pure functions of plain data (no I/O), shared by the judge, the report and the calibration.
 
 Per image (one scenario at one level) the judge gives each question a score in [0, 1].
-A dimension's score is the weight-averaged score of its questions (the official data give
-every question of a dimension the same weight, so this is their plain mean) and its weight
-is the total weight of its questions, so
+The one weighting rule: S is the weighted mean of the question scores,
 
-    S = sum_d w_d * score_d / sum_d w_d = sum_q w_q * score_q / sum_q w_q,
+    S = sum_q w_q * score_q / sum_q w_q,
 
-the weighted mean of the question scores that the official scoring script computes. The
-official weights are visual_integrity 3, assessment_point 15, logic_consistency 8 (the
-paper gives the ranges [1, 3], [12, 16] and [7, 9]); ``dimension_weights`` overrides them
-per dimension.
+what the official scoring script computes, where w_q is the question's weight from the data
+or, when ``dimension_weights`` (``--weights``) names the question's dimension, that weight.
+So ``--weights assessment_point=12`` gives every assessment-point question the weight 12,
+whatever the number of questions per dimension: the default and the override are the same
+formula. (A dimension with two questions therefore counts twice as much as one with a single
+question of the same weight; the official data have one question per dimension and level.)
+The official weights are visual_integrity 3, assessment_point 15, logic_consistency 8 (the
+paper gives the ranges [1, 3], [12, 16] and [7, 9]).
 
 Gating (the paper's sequential threshold): when a scenario's S_L1 is below the threshold
 (0.5), its S_L2 and S_L3 count as 0. Per model, with E[.] the mean over scenarios:
 
     PRR = E[S_L2] / sqrt(E[S_L1])        (Prior Resistance Rate)
     RRR = E[S_L3] / sqrt(E[S_L2])        (Reasoning Retention Rate)
+
+Each overall summary carries 95 % bootstrap intervals (``ci95``) of E[S_L1..3], PRR and RRR,
+resampling scenarios with their three gated scores (``runners/stats.py``, seeded).
 
 These are the paper's definitions. The official repository's README writes different
 formulas, PRR = S_L2 / S_L1 and RRR = (S_L3 / S_L2) * S_L3; they are provided as
@@ -80,22 +85,21 @@ def dimension_scores(questions: Iterable[ScoredQuestion]) -> dict[str, dict[str,
 
 
 def image_score(questions: Sequence[ScoredQuestion], dimension_weights: Mapping[str, float] | None = None) -> float:
-    """S of one image: the weighted mean of its dimension scores.
+    """S of one image: the weighted mean of its question scores (the module's one weighting rule).
 
-    ``dimension_weights`` replaces the data's weight of each dimension it names (the
-    dimensions it does not name keep the total weight of their questions).
+    ``dimension_weights`` sets the weight of every question of each dimension it names; the
+    other questions keep their own weights.
     """
+    overrides = dict(dimension_weights or {})
+    for d, w in overrides.items():
+        if not w > 0:
+            raise MetricsError(f"dimension weight for {d} must be positive, got {w}")
+    questions = [ScoredQuestion(q.dimension, float(overrides.get(q.dimension, q.weight)), q.score) for q in questions]
     dims = dimension_scores(questions)
     if not dims:
         raise MetricsError("an image needs at least one scored question")
-    weights = {d: v["weight"] for d, v in dims.items()}
-    for d, w in (dimension_weights or {}).items():
-        if not w > 0:
-            raise MetricsError(f"dimension weight for {d} must be positive, got {w}")
-        if d in weights:
-            weights[d] = float(w)
-    total = sum(weights.values())
-    return sum(weights[d] * dims[d]["score"] for d in dims) / total
+    total = sum(v["weight"] for v in dims.values())
+    return sum(v["weight"] * v["score"] for v in dims.values()) / total
 
 
 # --------------------------------------------------------------------------- gating and per-model means
@@ -198,10 +202,42 @@ def model_summary(images: Iterable[Mapping[str, Any]], threshold: float = DEFAUL
         per_domain[domain_of[sid]].append(levels)
     return {
         "threshold": threshold,
-        "overall": level_summary(gated.values()),
+        "overall": {**level_summary(gated.values()), "ci95": level_intervals(list(gated.values()))},
         "per_domain": {domain: level_summary(rows) for domain, rows in sorted(per_domain.items())},
         "gated_scenarios": sum(1 for levels in by_scenario.values() if is_gated(levels.get("l1"), threshold)),
     }
+
+
+def level_intervals(scenarios: Sequence[Mapping[str, float | None]], resamples: int = 1000, seed: int = 0,
+                    level: float = 0.95) -> dict[str, Any]:
+    """Percentile bootstrap intervals of the level means, PRR and RRR, scenarios resampled whole (seeded).
+
+    Vectorised: one (resamples x scenarios) index draw; None scores are left out of each mean as in
+    ``level_summary``; a resample where a ratio is undefined is left out of that ratio's interval."""
+    import numpy as np
+
+    if not scenarios:
+        return {key: None for key in ("l1", "l2", "l3", "prr", "rrr")}
+    table = np.array([[np.nan if s.get(lv) is None else float(s[lv]) for lv in LEVELS] for s in scenarios])
+    picks = np.random.default_rng(seed).integers(0, len(scenarios), size=(resamples, len(scenarios)))
+    sample = table[picks]  # resamples x scenarios x 3
+    present = ~np.isnan(sample)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(present, sample, 0.0).sum(axis=1) / present.sum(axis=1)  # NaN where a level has no score
+        l1, l2, l3 = means[:, 0], means[:, 1], means[:, 2]
+        prr_values = np.where(l1 > 0, l2 / np.sqrt(l1), np.nan)
+        rrr_values = np.where(l2 > 0, l3 / np.sqrt(l2), np.nan)
+    alpha = (1 - level) / 2
+    out: dict[str, Any] = {}
+    for key, values in (("l1", l1), ("l2", l2), ("l3", l3), ("prr", prr_values), ("rrr", rrr_values)):
+        defined = values[~np.isnan(values)]
+        if defined.size == 0:
+            out[key] = None
+            continue
+        low, high = np.quantile(defined, [alpha, 1 - alpha])
+        out[key] = {"low": round(float(low), 6), "high": round(float(high), 6), "level": level, "resamples": resamples,
+                    "undefined_resamples": int(resamples - defined.size)}
+    return out
 
 
 def table_ratios(mean_l1: float, mean_l2: float, mean_l3: float) -> tuple[float | None, float | None]:

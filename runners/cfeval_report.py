@@ -83,7 +83,15 @@ def load_run(path: str | Path) -> Run:
 
 
 def image_scores(run: Run, weights: dict[str, float] | None = None) -> list[dict[str, Any]]:
-    """Rows for the metrics: S per image (recomputed from the question scores when ``weights`` is given)."""
+    """Rows for the metrics: S per prompt (recomputed from the question scores when ``weights`` is given; the mean
+    of its images' S when the run judged several images per prompt)."""
+    from vrforge.runners.cfeval_judge import prompt_rows
+
+    return prompt_rows(_image_rows(run, weights))
+
+
+def _image_rows(run: Run, weights: dict[str, float] | None = None) -> list[dict[str, Any]]:
+    """S of every judged image (``sample`` kept)."""
     rows = []
     for r in run.records:
         score = r["S"]
@@ -94,16 +102,41 @@ def image_scores(run: Run, weights: dict[str, float] | None = None) -> list[dict
             score = 0.0
         elif r["status"] != "ok":
             score = None
-        rows.append({"scenario_id": r["scenario_id"], "domain": r.get("domain", ""), "level": r["level"], "S": score})
+        rows.append({"scenario_id": r["scenario_id"], "domain": r.get("domain", ""), "level": r["level"], "S": score,
+                     "sample": r.get("sample", 0)})
     return rows
 
 
 def judged_scores(run: Run, weights: dict[str, float] | None = None,
                   statuses: Sequence[str] = ("ok",)) -> dict[tuple[str, str], float]:
-    """(scenario_id, level) -> ungated S for the images with one of ``statuses``."""
-    by_key = {(r["scenario_id"], r["level"]): r["status"] for r in run.records}
-    return {(row["scenario_id"], row["level"]): row["S"] for row in image_scores(run, weights)
-            if by_key[(row["scenario_id"], row["level"])] in statuses and row["S"] is not None}
+    """(scenario_id, level) -> ungated S for the images with one of ``statuses`` ((scenario_id, level, k) with
+    several images per prompt)."""
+    by_key = {(r["scenario_id"], r["level"], r.get("sample", 0)): r["status"] for r in run.records}
+    several = any(r.get("sample", 0) for r in run.records)
+    return {((row["scenario_id"], row["level"], row["sample"]) if several else (row["scenario_id"], row["level"])): row["S"]
+            for row in _image_rows(run, weights)
+            if by_key[(row["scenario_id"], row["level"], row["sample"])] in statuses and row["S"] is not None}
+
+
+def check_gate_inputs(run: Run, threshold: float) -> None:
+    """Refuse a gate the run cannot apply: L2/L3 without L1, or a threshold that un-gates scenarios
+    whose L2/L3 were never judged (``--skip-gated`` at a higher threshold) — their means would be biased."""
+    from vrforge.runners.cfeval_judge import prompt_rows
+
+    levels: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for r in run.records:
+        levels[r["scenario_id"]][r["level"]].append(r)
+    s1 = {row["scenario_id"]: row["S"] for row in prompt_rows(run.records) if row["level"] == "l1"}
+    no_l1 = sorted(sid for sid, lv in levels.items() if "l1" not in lv)
+    if no_l1:
+        raise CFEvalError(f"{run.path}: {len(no_l1)} scenario(s) have no L1 judgement (e.g. {no_l1[0]}), so the L1 gate "
+                          "cannot be applied; judge l1 too")
+    ungated = sorted(sid for sid, lv in levels.items()
+                     if any(r["status"] == "gated" for rows in lv.values() for r in rows) and not metrics.is_gated(s1[sid], threshold))
+    if ungated:
+        raise CFEvalError(f"{run.path}: at threshold {threshold:g}, {len(ungated)} scenario(s) pass the gate whose L2/L3 "
+                          f"were never judged (--skip-gated), e.g. {ungated[0]}; judge them (the same `vrforge cfeval judge` "
+                          "command without --skip-gated reuses the cached answers) or keep the threshold")
 
 
 # --------------------------------------------------------------------------- report
@@ -115,6 +148,7 @@ def build_report(runs: Sequence[Run], threshold: float = metrics.DEFAULT_THRESHO
     seen: set[tuple[str, str]] = set()
     summaries: dict[str, dict[str, Any]] = defaultdict(dict)
     for run in runs:
+        check_gate_inputs(run, threshold)
         if (run.model, run.judge) in seen:
             raise CFEvalError(f"two runs of {run.model} judged by {run.judge} ({run.path}): give each pair once")
         seen.add((run.model, run.judge))
@@ -349,6 +383,11 @@ def cli_calibrate(args: argparse.Namespace) -> int:
         run = load_run(args.run)
         human = {k: v for k, v in load_human(args.human, args.human_threshold).items() if k[1] in levels}
         scores = judged_scores(run, parse_weights(args.weights), statuses=("ok", *ZERO_STATUSES))
+        if any(len(key) == 3 for key in scores):  # several images per prompt: the gate sees the prompt's mean S
+            grouped: dict[tuple[str, str], list[float]] = defaultdict(list)
+            for (sid, level, _), value in scores.items():
+                grouped[(sid, level)].append(value)
+            scores = {key: sum(values) / len(values) for key, values in grouped.items()}
         common = [k for k in human if k in scores]
         if not common:
             raise CFEvalError(f"no image of {args.human} was judged in {run.path} (match on scenario_id and level)")

@@ -1,5 +1,8 @@
 """Image generation and editing runners through diffusers: ``vrforge run t2i`` and ``vrforge run tacit-generate``.
 
+This module is the logic (loading, call arguments, the generation loop, the manifest);
+``diffusion_cli`` parses the command line and reads the items.
+
 - **Loading.** Any diffusers pipeline from a hub id or a local folder with ``from_pretrained``
   (``AutoPipelineForText2Image`` / ``AutoPipelineForImage2Image``, falling back to
   ``DiffusionPipeline``, which loads the class named in ``model_index.json``; or a class named
@@ -15,10 +18,17 @@
 - **Several GPUs.** ``accelerate launch -m vrforge.cli run ...`` (or any accelerate launcher):
   the items still to do are split between processes with ``PartialState.split_between_processes``;
   each process writes only its items and a manifest part; the main process merges the parts.
-- **Manifest.** ``run_manifest.json`` in the output folder: model (id, revision, resolved
-  commit), pipeline class, call arguments, dtype, package versions, per-item seed, output,
-  status and time, and one entry per run. A folder made with other settings (model, seed,
-  call arguments, dtype) is refused rather than mixed.
+- **Manifest.** ``run_manifest.json`` in the output folder (``runners/outputs.py``): model (id,
+  revision, resolved commit), pipeline class, call arguments, dtype, package versions, per-item
+  seed, output, status and time, and one entry per run. It is written before the first image,
+  so a run killed at any point leaves its settings behind. The settings include the inputs with
+  their resolved defaults (levels, input resolution, the dataset's config hash) and sha256 of
+  every prompt or instruction; a folder made with other settings is refused with the
+  differences named, rather than mixed. ``--limit`` and the task/difficulty selection are not
+  settings: a larger run may extend a smaller one.
+- **Pipelines that take one image at a time.** When a batch of several items raises, the
+  items are retried one by one; if that works the run goes on at batch size 1, once, and the
+  run entry records the fallback and its cause.
 """
 
 from __future__ import annotations
@@ -40,13 +50,13 @@ from typing import Any
 
 from vrforge import fileio
 from vrforge.fileio import temporary_path, write_bytes_atomic
-from vrforge.runners.items import GenerationItem, ItemsError
-from vrforge.schemas.layout import DIFFICULTIES
+from vrforge.runners.items import GenerationItem
+from vrforge.runners.outputs import SettingsMismatch, check_settings
 
 KINDS = ("t2i", "tacit-generate")
 DTYPE_NAMES = ("auto", "bf16", "fp16", "fp32")
 MANIFEST_FILE = "run_manifest.json"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: settings hold the inputs; written before the first output
 SIZE_MULTIPLE = 16  # latent sizes of SD, SDXL, Flux and Qwen-Image pipelines all divide this
 PNG_COMPRESS_LEVEL = 1  # model outputs are photographic: higher levels cost time for a few percent
 PACKAGES = ("torch", "diffusers", "transformers", "accelerate", "vrforge")
@@ -319,13 +329,14 @@ class ProcessResult:
     generated: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     failure: str | None = None
+    batch_fallback: str | None = None  # why the run went on at batch size 1
 
 
-def _batches(items: Sequence[GenerationItem], batch_size: int, key: Callable[[GenerationItem], Any]) -> Iterator[list]:
-    """Consecutive items, at most ``batch_size``, sharing ``key`` (images of one size go together)."""
+def _batches(items: Sequence[GenerationItem], batch_size: Callable[[], int], key: Callable[[GenerationItem], Any]) -> Iterator[list]:
+    """Consecutive items, at most ``batch_size()`` (read per batch), sharing ``key`` (images of one size go together)."""
     batch: list = []
     for item in items:
-        if batch and (len(batch) == batch_size or key(batch[0]) != key(item)):
+        if batch and (len(batch) >= batch_size() or key(batch[0]) != key(item)):
             yield batch
             batch = []
         batch.append(item)
@@ -387,40 +398,55 @@ def generate_items(pipe, items: Sequence[GenerationItem], out_dir: Path, *, seed
     writer = _Writer()
     bar = tqdm(total=len(items), desc=progress_desc, unit="img", disable=not progress, dynamic_ncols=True)
     started = time.perf_counter()
+    current_size = [batch_size]
+
+    def generate(batch: list[GenerationItem]) -> None:
+        t0 = time.perf_counter()
+        size = size_of(batch[0])
+        seeds = [item_seed(seed, item.id) for item in batch]
+        arguments = dict(fixed_arguments)
+        arguments["prompt"] = [item.prompt for item in batch]
+        arguments["generator"] = [torch.Generator("cpu").manual_seed(s) for s in seeds]
+        if "negative_prompt" in arguments:
+            arguments["negative_prompt"] = [arguments["negative_prompt"]] * len(batch)
+        originals = None
+        if batch[0].image is not None:
+            originals = [input_image(item) for item in batch]
+            arguments["image"] = [img.resize(size) if img.size != size else img for img in originals]
+        if size is not None and ("height" in parameters and "width" in parameters):
+            arguments["width"], arguments["height"] = size
+        images = pipe(**arguments).images
+        if len(images) != len(batch):
+            raise RuntimeError(f"{type(pipe).__name__} returned {len(images)} images for {len(batch)} prompts")
+        jobs, generated_sizes = [], []
+        for k, (item, image) in enumerate(zip(batch, images)):
+            image = _to_pil(image)
+            generated_sizes.append(list(image.size))
+            if originals is not None and image.size != originals[k].size:
+                image = image.resize(originals[k].size)
+            jobs.append((out_dir / item.output, image))
+        writer.submit(jobs)
+        seconds = (time.perf_counter() - t0) / len(batch)
+        for item, s, (_, image), generated_size in zip(batch, seeds, jobs, generated_sizes):
+            result.generated.append({**item.info, "id": item.id, "seed": s, "output": item.output, "prompt": item.prompt,
+                                     "status": "generated", "seconds": round(seconds, 4), "process": process,
+                                     "size": list(image.size), "generated_size": generated_size})
+            inputs.pop(item.id, None)
+        bar.update(len(batch))
+
     try:
-        for batch in _batches(items, batch_size, size_of):
-            t0 = time.perf_counter()
-            size = size_of(batch[0])
-            seeds = [item_seed(seed, item.id) for item in batch]
-            arguments = dict(fixed_arguments)
-            arguments["prompt"] = [item.prompt for item in batch]
-            arguments["generator"] = [torch.Generator("cpu").manual_seed(s) for s in seeds]
-            if "negative_prompt" in arguments:
-                arguments["negative_prompt"] = [arguments["negative_prompt"]] * len(batch)
-            originals = None
-            if batch[0].image is not None:
-                originals = [input_image(item) for item in batch]
-                arguments["image"] = [img.resize(size) if img.size != size else img for img in originals]
-            if size is not None and ("height" in parameters and "width" in parameters):
-                arguments["width"], arguments["height"] = size
-            images = pipe(**arguments).images
-            if len(images) != len(batch):
-                raise RuntimeError(f"{type(pipe).__name__} returned {len(images)} images for {len(batch)} prompts")
-            jobs, generated_sizes = [], []
-            for k, (item, image) in enumerate(zip(batch, images)):
-                image = _to_pil(image)
-                generated_sizes.append(list(image.size))
-                if originals is not None and image.size != originals[k].size:
-                    image = image.resize(originals[k].size)
-                jobs.append((out_dir / item.output, image))
-            writer.submit(jobs)
-            seconds = (time.perf_counter() - t0) / len(batch)
-            for item, s, (_, image), generated_size in zip(batch, seeds, jobs, generated_sizes):
-                result.generated.append({**item.info, "id": item.id, "seed": s, "output": item.output, "prompt": item.prompt,
-                                         "status": "generated", "seconds": round(seconds, 4), "process": process,
-                                         "size": list(image.size), "generated_size": generated_size})
-                inputs.pop(item.id, None)
-            bar.update(len(batch))
+        for batch in _batches(items, lambda: current_size[0], size_of):
+            try:
+                generate(batch)
+            except Exception as exc:
+                # Some pipelines take one image per call (an editing pipeline's list input fails):
+                # the batch is retried item by item, and the rest of the run keeps size 1.
+                if len(batch) == 1 or result.batch_fallback is not None:
+                    raise
+                for item in batch:
+                    generate([item])
+                result.batch_fallback = f"batch of {len(batch)} failed ({exc.__class__.__name__}: {_first_line(exc)})"
+                current_size[0] = 1
     finally:
         bar.close()
         writer.close()
@@ -455,6 +481,8 @@ class RunConfig:
     batch_size: int = 4
     progress: bool = True
     inputs: dict[str, Any] = field(default_factory=dict)  # where the items came from, for the manifest
+    input_settings: dict[str, Any] = field(default_factory=dict)  # the inputs that determine outputs (compared on resume)
+    started: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
 
 
 def run(config: RunConfig, items: Sequence[GenerationItem], pipe=None, model_info: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -484,12 +512,12 @@ def run(config: RunConfig, items: Sequence[GenerationItem], pipe=None, model_inf
     settings_record = {
         "kind": config.kind, "model": {k: model_info[k] for k in ("id", "revision", "variant", "pipeline_class")},
         "call_arguments": _jsonable(fixed), "size": _jsonable(_size_settings(config.settings)),
-        "dtype": dtype_name(torch_dtype), "seed": config.seed,
+        "dtype": dtype_name(torch_dtype), "seed": config.seed, "inputs": _jsonable(config.input_settings),
     }
-    if previous and previous.get("settings") != settings_record:
-        changed = sorted(k for k in settings_record if previous.get("settings", {}).get(k) != settings_record[k])
-        raise RunError(f"{out} holds outputs made with other settings ({', '.join(changed)} differ); "
-                       "use another --out to keep both runs apart")
+    try:
+        check_settings(out, previous.get("settings") if previous else None, settings_record)
+    except SettingsMismatch as exc:
+        raise RunError(str(exc)) from None
 
     todo = []
     for item in items:
@@ -497,6 +525,14 @@ def run(config: RunConfig, items: Sequence[GenerationItem], pipe=None, model_inf
         temporary_path(path).unlink(missing_ok=True)  # left by a run killed mid-write
         if not path.is_file():
             todo.append(item)
+    if previous is None and len(todo) < len(items):
+        found = next(item.output for item in items if item not in todo)
+        raise RunError(f"{out} holds outputs ({found}, ...) but no {MANIFEST_FILE} saying how they were made; "
+                       "use another --out or move them away")
+    if state.is_main_process:  # the settings are on disk before the first image, whatever happens next
+        write_json_atomic(out / MANIFEST_FILE, _merge_manifest(
+            config, items, previous, [], model_info, settings_record, torch_dtype, fixed, pipe, 0.0,
+            state.num_processes, len(items) - len(todo), completed=False))
     # Every process lists the outputs before any of them writes, so all split the same list.
     state.wait_for_everyone()
     with state.split_between_processes(todo) as mine:
@@ -562,7 +598,7 @@ def _read_manifest(path: Path) -> dict[str, Any] | None:
 def _merge_manifest(config: RunConfig, items: Sequence[GenerationItem], previous: dict[str, Any] | None,
                     parts: list[dict[str, Any]], model_info: dict[str, Any], settings_record: dict[str, Any],
                     torch_dtype, fixed: dict[str, Any], pipe, load_seconds: float, processes: int,
-                    skipped: int) -> dict[str, Any]:
+                    skipped: int, completed: bool = True) -> dict[str, Any]:
     earlier = {entry["id"]: entry for entry in (previous or {}).get("items", [])}
     now = {entry["id"]: entry for part in parts for entry in part.get("generated", [])}
     entries = []
@@ -580,11 +616,14 @@ def _merge_manifest(config: RunConfig, items: Sequence[GenerationItem], previous
     generated = sum(len(p.get("generated", [])) for p in parts)
     wall = max((p.get("seconds", 0.0) for p in parts), default=0.0)
     this_run = {
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "started": config.started,
+        "completed": completed,
         "generated": generated, "skipped_existing": skipped, "processes": processes, "batch_size": config.batch_size,
         "load_seconds": round(load_seconds, 3), "generate_seconds": round(wall, 3),
         "images_per_second": round(generated / wall, 4) if wall > 0 else None,
         "failures": [p["failure"] for p in parts if p.get("failure")],
+        "batch_fallback": next((p["batch_fallback"] for p in parts if p.get("batch_fallback")), None),
+        "limit": config.inputs.get("limit"),
     }
     return {
         "format_version": MANIFEST_VERSION,
@@ -606,116 +645,26 @@ def _merge_manifest(config: RunConfig, items: Sequence[GenerationItem], previous
     }
 
 
-# --------------------------------------------------------------------------- command line
+# --------------------------------------------------------------------------- command line (runners/diffusion_cli.py)
 
 
 def add_generate_arguments(parser: argparse.ArgumentParser, kind: str) -> None:
-    """The arguments of ``vrforge run t2i`` (kind "t2i") or ``vrforge run tacit-generate``."""
-    if kind == "t2i":
-        parser.add_argument("prompts", help="CF-World scenarios: .jsonl/.json file, import folder, dataset folder or release folder")
-        parser.add_argument("--levels", nargs="+", default=["l1", "l2", "l3"], help="levels to draw (default l1 l2 l3)")
-        parser.add_argument("--limit", type=int, help="only the first N scenarios")
-    else:
-        parser.add_argument("dataset", help="a built TACIT dataset folder")
-        parser.add_argument("--tasks", nargs="+", help="only these tasks")
-        parser.add_argument("--difficulties", nargs="+", choices=DIFFICULTIES, help="only these difficulties")
-        parser.add_argument("--input-resolution", type=int, help="which configs' puzzle images to use (default 1024 px)")
-        parser.add_argument("--limit", type=int, help="only the first N puzzles per task and difficulty")
-        parser.add_argument("--strength", type=float, help="img2img strength (pipeline default when unset)")
-    parser.add_argument("--model", required=True, help="hub id (org/name) or a local diffusers pipeline folder")
-    parser.add_argument("--out", required=True, help="output folder (resumable: existing outputs are kept)")
-    parser.add_argument("--revision", help="hub branch, tag or commit")
-    parser.add_argument("--variant", help="weights variant, e.g. fp16")
-    parser.add_argument("--local-files-only", action="store_true", help="never download; use the local folder or hub cache")
-    parser.add_argument("--pipeline-class", default="auto", help="a diffusers pipeline class name (default: auto)")
-    parser.add_argument("--trust-remote-code", action="store_true", help="allow code shipped with the model repo")
-    parser.add_argument("--custom-pipeline", help="a diffusers community/custom pipeline (runs its code)")
-    parser.add_argument("--dtype", default="auto", help="auto (bf16 on CUDA, fp32 on CPU), bf16, fp16 or fp32")
-    parser.add_argument("--steps", type=int, help="num_inference_steps (pipeline default when unset)")
-    parser.add_argument("--guidance", type=float, help="guidance_scale (pipeline default when unset)")
-    parser.add_argument("--size", type=int, help="square size (t2i) or longer side (image input)")
-    parser.add_argument("--width", type=int)
-    parser.add_argument("--height", type=int)
-    parser.add_argument("--negative-prompt")
-    parser.add_argument("--call-kwargs", default="{}", help="JSON object of further pipeline call arguments")
-    parser.add_argument("--batch-size", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=0, help="run seed; each item's seed derives from it and the item id")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.set_defaults(generate_kind=kind)
+    from vrforge.runners.diffusion_cli import add_generate_arguments as add
 
-
-def _items_and_inputs(args: argparse.Namespace) -> tuple[list[GenerationItem], dict[str, Any]]:
-    from vrforge.runners.items import cfworld_items, tacit_items
-
-    if args.limit is not None and args.limit < 1:
-        raise RunError(f"--limit must be at least 1, got {args.limit}")
-    if args.generate_kind == "t2i":
-        items = cfworld_items(args.prompts, levels=args.levels, limit=args.limit)
-        return items, {"prompts": str(args.prompts), "levels": list(args.levels), "limit": args.limit}
-    items = tacit_items(args.dataset, resolution=args.input_resolution, tasks=args.tasks,
-                        difficulties=args.difficulties, limit=args.limit)
-    return items, {"dataset": str(args.dataset), "tasks": args.tasks, "difficulties": args.difficulties,
-                   "input_resolution": items[0].info["input_resolution"], "limit": args.limit}
+    add(parser, kind)
 
 
 def cli_generate(args: argparse.Namespace) -> int:
-    """``vrforge run t2i`` / ``vrforge run tacit-generate``: 0 done, 1 generation failed, 2 bad input, 130 interrupted."""
-    command = f"vrforge run {args.generate_kind}"
+    from vrforge.runners.diffusion_cli import cli_generate as generate
 
-    def fail(message: str, code: int = 2) -> int:
-        print(f"{command}: error: {message}", file=sys.stderr)
-        return code
-
-    try:
-        import accelerate  # noqa: F401
-        import diffusers  # noqa: F401
-        import torch  # noqa: F401
-    except ImportError as exc:
-        return fail(f"{exc.name} is not installed (pip install 'vrforge[eval]')")
-    try:
-        if args.dtype not in DTYPE_NAMES:
-            raise RunError(f"unknown dtype {args.dtype!r} (choose from {', '.join(DTYPE_NAMES)})")
-        try:
-            extra = json.loads(args.call_kwargs)
-        except json.JSONDecodeError as exc:
-            raise RunError(f"--call-kwargs is not valid JSON ({exc.msg})") from None
-        if not isinstance(extra, dict):
-            raise RunError("--call-kwargs must be a JSON object")
-        settings = CallSettings(steps=args.steps, guidance=args.guidance, width=args.width, height=args.height,
-                                size=args.size, strength=getattr(args, "strength", None),
-                                negative_prompt=args.negative_prompt, extra=extra)
-        settings.validate()
-        spec = ModelSpec(model=args.model, revision=args.revision, variant=args.variant,
-                         local_files_only=args.local_files_only, trust_remote_code=args.trust_remote_code,
-                         custom_pipeline=args.custom_pipeline, pipeline_class=args.pipeline_class)
-        model_source(spec)  # a missing folder is reported before the items are read
-        items, inputs = _items_and_inputs(args)
-        config = RunConfig(kind=args.generate_kind, spec=spec, out=Path(args.out), settings=settings, dtype=args.dtype,
-                           seed=args.seed, batch_size=args.batch_size, progress=not args.quiet, inputs=inputs)
-        manifest = run(config, items)
-    except (RunError, ItemsError) as exc:
-        return fail(str(exc))
-    except KeyboardInterrupt:
-        return fail("interrupted; finished images are kept, run the same command to resume", 130)
-    except Exception as exc:  # noqa: BLE001 - a model crash: the manifest lists what was done
-        return fail(f"generation failed ({exc.__class__.__name__}: {_first_line(exc)}); "
-                    "finished images are kept, run the same command to resume", 1)
-    if manifest:
-        last = manifest["runs"][-1]
-        rate = f", {last['images_per_second']:.2f} images/s" if last["images_per_second"] else ""
-        print(f"{last['generated']} generated, {last['skipped_existing']} already there{rate}; "
-              f"wrote {Path(args.out) / MANIFEST_FILE}")
-    return 0
+    return generate(args)
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m vrforge.runners.diffusion {t2i,tacit-generate} ...`` (the same as ``vrforge run``)."""
-    parser = argparse.ArgumentParser(prog="vrforge run")
-    sub = parser.add_subparsers(dest="run_command", required=True)
-    add_generate_arguments(sub.add_parser("t2i", help="text-to-image over CF-World scenarios"), "t2i")
-    add_generate_arguments(sub.add_parser("tacit-generate", help="puzzle image -> answer image (TACIT generative track)"),
-                           "tacit-generate")
-    return cli_generate(parser.parse_args(argv))
+    from vrforge.runners.diffusion_cli import main as cli_main
+
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

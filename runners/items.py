@@ -7,7 +7,10 @@ Two sources:
   a folder holding ``scenarios.jsonl`` (what ``vrforge cfworld import`` writes), a dataset
   folder with ``data/<config>/*.parquet`` scenario rows, or the official release folder
   (``prompt/``, read through the importer). One item per (scenario, level): the prompt is
-  ``levels[level].prompt``, the output ``<scenario_id>/<level>.png``.
+  ``levels[level].prompt``, the output ``<scenario_id>/<level>.png``. With several images per
+  prompt (GenEval-style), image k is ``<scenario_id>/<level>_<k>.png``; image 0 keeps the id
+  ``<scenario_id>/<level>`` (so the same seed as a one-image run) and image k > 0 has the id
+  ``<scenario_id>/<level>/<k>``.
 - **TACIT generative track** (image-conditioned): a built dataset folder. One item per
   puzzle: the puzzle image, an instruction for its task, and the output under the reference
   naming ``model_output/<task>/<difficulty>/<task>_<difficulty>_<NNNN>.png`` that
@@ -68,11 +71,14 @@ class GenerationItem:
 # --------------------------------------------------------------------------- CF-World
 
 
-def cfworld_items(source: str | Path, levels: Sequence[str] = LEVELS, limit: int | None = None) -> list[GenerationItem]:
-    """One item per (scenario, level), in the order of the source; ``limit`` caps the scenarios."""
+def cfworld_items(source: str | Path, levels: Sequence[str] = LEVELS, limit: int | None = None,
+                  images_per_prompt: int = 1) -> list[GenerationItem]:
+    """``images_per_prompt`` items per (scenario, level), in the order of the source; ``limit`` caps the scenarios."""
     unknown = [lv for lv in levels if lv not in LEVELS]
     if unknown or not levels:
         raise ItemsError(f"levels must be among {', '.join(LEVELS)}, got {', '.join(levels) or 'none'}")
+    if images_per_prompt < 1:
+        raise ItemsError(f"--images-per-prompt must be at least 1, got {images_per_prompt}")
     scenarios = read_scenarios(Path(source))
     if limit is not None:
         scenarios = scenarios[:limit]
@@ -88,10 +94,18 @@ def cfworld_items(source: str | Path, levels: Sequence[str] = LEVELS, limit: int
             entry = scenario.levels.get(level)
             if entry is None or not entry.prompt.strip():
                 raise ItemsError(f"{source}: scenario {scenario.id} has no {level} prompt")
-            items.append(GenerationItem(
-                id=f"{scenario.id}/{level}", prompt=entry.prompt.strip(), output=f"{scenario.id}/{level}.png",
-                info={"scenario": scenario.id, "level": level, "domain": scenario.domain},
-            ))
+            if images_per_prompt == 1:
+                items.append(GenerationItem(
+                    id=f"{scenario.id}/{level}", prompt=entry.prompt.strip(), output=f"{scenario.id}/{level}.png",
+                    info={"scenario": scenario.id, "level": level, "domain": scenario.domain},
+                ))
+                continue
+            for k in range(images_per_prompt):
+                items.append(GenerationItem(
+                    id=f"{scenario.id}/{level}" + (f"/{k}" if k else ""), prompt=entry.prompt.strip(),
+                    output=f"{scenario.id}/{level}_{k}.png",
+                    info={"scenario": scenario.id, "level": level, "domain": scenario.domain, "sample": k},
+                ))
     if not items:
         raise ItemsError(f"{source} holds no scenarios")
     return items
@@ -191,6 +205,7 @@ def tacit_items(dataset: str | Path, resolution: int | None = None, tasks: Seque
 
     folder = Path(dataset)
     try:
+        resolution = resolved_resolution(folder, resolution)
         chosen = chosen_configs(folder, resolution, tasks)
     except ScoringError as exc:
         raise ItemsError(str(exc)) from None
@@ -225,6 +240,28 @@ def tacit_items(dataset: str | Path, resolution: int | None = None, tasks: Seque
         )
         for r in rows
     ]
+
+
+def resolved_resolution(folder: Path, resolution: int | None) -> int | None:
+    """The input resolution a run uses: the one asked for, else 1024 px when present, else the smallest."""
+    from vrforge.runners.scoring import MAIN_RESOLUTION, dataset_configs
+
+    if resolution is not None or not folder.is_dir():
+        return resolution
+    configs = dataset_configs(folder)
+    if not configs:
+        return None
+    return MAIN_RESOLUTION if MAIN_RESOLUTION in configs else min(configs)
+
+
+def tacit_dataset_tasks(dataset: str | Path, resolution: int | None) -> list[str]:
+    """Every task of a built TACIT folder at ``resolution`` (for the instruction hash of a run's settings)."""
+    from vrforge.runners.scoring import ScoringError, chosen_configs
+
+    try:
+        return sorted(chosen_configs(Path(dataset), resolved_resolution(Path(dataset), resolution), None))
+    except ScoringError as exc:
+        raise ItemsError(str(exc)) from None
 
 
 @lru_cache(maxsize=4)

@@ -1,5 +1,7 @@
 """Scoring of the TACIT generative and discriminative tracks, and the constructive-selective gap.
 
+This module is the logic and the report files; ``scoring_cli`` is the ``vrforge score`` command line.
+
 Generative track: a model draws an answer image per puzzle, stored under the reference
 release's naming ``model_output/<task>/<difficulty>/<task>_<difficulty>_<NNNN>.png``
 (NNNN = the row's ``index``, zero-padded to 4). Every image is checked by its task's
@@ -17,19 +19,23 @@ model gave no parsable answer) counts as wrong. ``correct_index`` is also compar
 dataset's ``answer_index`` and disagreements are listed. ``puzzle_id`` is the dataset id
 (``maze-hard-0042``); the file-name form ``maze_hard_0042`` is accepted as well.
 
-Both tracks write ``results.json`` (the summary; sorted keys, no timestamps, so the same
-inputs give the same bytes) and ``samples.jsonl`` (one line per item), lmms-eval style,
-each written under a temporary name and renamed.
+Both tracks write ``results.json`` (``{format_version, kind, summary, counts}``, the layout of
+``runners/outputs.py``; sorted keys, no timestamps, so the same inputs give the same bytes)
+and ``samples.jsonl`` (one line per item), lmms-eval style, each written under a temporary
+name and renamed. ``load_report`` also reads the flat summary an older version wrote.
 
 The constructive-selective gap compares, for the puzzles scored in both tracks, generative
 accuracy with discriminative accuracy, overall, per task and per difficulty;
-``gap = discriminative - generative`` (how much better the model picks than it draws).
+``gap = discriminative - generative`` (how much better the model picks than it draws), with
+McNemar's exact test on the paired outcomes (``runners/stats.py``). Given the
+``results.json`` of ``vrforge run tacit-choice`` as the discriminative side, the gap is also
+computed on circular accuracy (a puzzle counts only when every rotation picks the solution).
+Every overall accuracy carries a 95 % bootstrap interval over puzzles (seeded: same bytes).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -75,9 +81,16 @@ class Report:
         return self.summary
 
     def outcomes(self) -> dict[str, dict[str, Any]]:
-        """id -> {task, difficulty, correct} for every scored item."""
+        """id -> {task, difficulty, correct[, circular]} for every scored item (failed items left out)."""
         key = "passed" if self.track == "generative" else "correct"
-        return {s["id"]: {"task": s["task"], "difficulty": s["difficulty"], "correct": bool(s[key])} for s in self.samples}
+        out = {}
+        for s in self.samples:
+            if s.get("status", "ok") != "ok":
+                continue
+            out[s["id"]] = {"task": s["task"], "difficulty": s["difficulty"], "correct": bool(s[key])}
+            if s.get("circular_correct") is not None:
+                out[s["id"]]["circular"] = bool(s["circular_correct"])
+        return out
 
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         """Write ``results.json`` and ``samples.jsonl`` into ``out_dir`` (atomically); returns both paths."""
@@ -86,14 +99,24 @@ class Report:
         out = Path(out_dir)
         results_path, samples_path = out / RESULTS_FILE, out / SAMPLES_FILE
         write_bytes_atomic(samples_path, _jsonl(self.samples))
-        write_bytes_atomic(results_path, _json_bytes(self.summary))
+        write_bytes_atomic(results_path, _json_bytes(self.envelope()))
         return results_path, samples_path
+
+    def envelope(self) -> dict[str, Any]:
+        """``results.json``: the summary inside the layout every runner shares."""
+        overall = self.summary["overall"]
+        return {"format_version": FORMAT_VERSION, "kind": f"score-{self.track}", "summary": self.summary,
+                "counts": {"items": overall["n"], "correct": overall["correct"]}}
 
 
 def load_report(results_json: str | Path) -> Report:
     """Read a ``results.json`` written by this module and the ``samples.jsonl`` beside it."""
     path = Path(results_json)
     summary = _read_json(path)
+    if isinstance(summary, dict) and isinstance(summary.get("summary"), dict) and str(summary.get("kind")).startswith("score-"):
+        summary = summary["summary"]
+    elif isinstance(summary, dict) and summary.get("kind") == "tacit-choice" and isinstance(summary.get("summary"), dict):
+        summary = {**summary["summary"], "track": "discriminative"}  # a tacit-choice run: its samples have every rotation
     if not isinstance(summary, dict) or summary.get("track") not in ("generative", "discriminative"):
         raise ScoringError(f"{path} is not a vrforge score results.json (no 'track': generative/discriminative)")
     samples_path = path.parent / summary.get("samples_file", SAMPLES_FILE)
@@ -212,7 +235,10 @@ class _Tally:
 
 
 def aggregate(items: Iterable[tuple[str, str, bool]]) -> dict[str, Any]:
-    """overall / per_task / per_difficulty / per_task_difficulty from (task, difficulty, correct)."""
+    """overall (with a 95 % bootstrap interval) / per_task / per_difficulty / per_task_difficulty from (task, difficulty, correct)."""
+    from vrforge.runners.stats import accuracy_ci
+
+    items = list(items)
     overall, tasks, diffs, both = _Tally(), _Tally(), _Tally(), _Tally()
     for task, difficulty, ok in items:
         overall.add("all", ok)
@@ -223,7 +249,7 @@ def aggregate(items: Iterable[tuple[str, str, bool]]) -> dict[str, Any]:
     for (task, difficulty), value in both.table().items():
         per_td[task][difficulty] = value
     return {
-        "overall": overall.table().get("all", _acc(0, 0)),
+        "overall": {**overall.table().get("all", _acc(0, 0)), "ci95": accuracy_ci([ok for _, _, ok in items])},
         "per_task": tasks.table(),
         "per_difficulty": diffs.table(),
         "per_task_difficulty": dict(per_td),
@@ -300,12 +326,14 @@ def score_generative(dataset_dir: str | Path, outputs_dir: str | Path, config_re
 
     samples: list[dict[str, Any]] = []
     failed_checks: dict[str, Counter] = defaultdict(Counter)
+    failed_by_difficulty: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
     missing: Counter = Counter()
     unusable: Counter = Counter()
     unusable_reasons: Counter = Counter()
     for row, name, result in zip(rows, names, _map_verify(jobs, workers, progress)):
         task = row["task"]
         failed_checks[task].update(result["failed"])
+        failed_by_difficulty[task][row["difficulty"]].update(result["failed"])
         if result["missing"]:
             missing[task] += 1
         elif not result["usable"]:
@@ -322,6 +350,10 @@ def score_generative(dataset_dir: str | Path, outputs_dir: str | Path, config_re
         "samples_file": SAMPLES_FILE,
         **aggregate((s["task"], s["difficulty"], s["passed"]) for s in samples),
         "failed_checks": {task: dict(sorted(failed_checks[task].items())) for task in sorted({r["task"] for r in rows})},
+        "failed_checks_per_difficulty": {
+            task: {d: dict(sorted(failed_by_difficulty[task][d].items()))
+                   for d in sorted({r["difficulty"] for r in rows if r["task"] == task}, key=difficulty_rank)}
+            for task in sorted({r["task"] for r in rows})},
         "missing": {"total": sum(missing.values()), "per_task": dict(missing)},
         "unusable": {"total": sum(unusable.values()), "per_task": dict(unusable), "reasons": dict(unusable_reasons)},
     }
@@ -486,15 +518,36 @@ def constructive_selective_gap(generative_report: Report | str | Path, discrimin
 
     empty = {"n": 0, "generative_correct": 0, "discriminative_correct": 0,
              "generative_accuracy": None, "discriminative_accuracy": None, "gap": None}
-    return {
+    overall = tally(lambda _: "all").get("all", empty)
+    result = {
         "definition": "gap = discriminative_accuracy - generative_accuracy, on puzzles scored in both tracks",
         "puzzles": len(common),
         "only_generative": len(set(g) - set(d)),
         "only_discriminative": len(set(d) - set(g)),
-        "overall": tally(lambda _: "all").get("all", empty),
+        "overall": {**overall, **_gap_statistics(common, g, d, "correct")},
         "per_task": tally(lambda o: o["task"]),
         "per_difficulty": tally(lambda o: o["difficulty"]),
+        "circular": None,
     }
+    if common and all("circular" in d[pid] for pid in common):
+        n = len(common)
+        gc = sum(g[pid]["correct"] for pid in common)
+        dc = sum(d[pid]["circular"] for pid in common)
+        result["circular"] = {"n": n, "generative_accuracy": round(gc / n, 6), "discriminative_circular_accuracy": round(dc / n, 6),
+                              "gap": round((dc - gc) / n, 6), **_gap_statistics(common, g, d, "circular")}
+    return result
+
+
+def _gap_statistics(common: Sequence[str], g: Mapping[str, Any], d: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """McNemar on the paired outcomes and a bootstrap interval of the gap (puzzles resampled)."""
+    from vrforge.runners.stats import bootstrap_ci, mcnemar
+
+    pairs = [(bool(g[pid]["correct"]), bool(d[pid][key])) for pid in common]
+
+    def gap(sample: Sequence[tuple[bool, bool]]) -> float | None:
+        return (sum(b for _, b in sample) - sum(a for a, _ in sample)) / len(sample) if sample else None
+
+    return {"mcnemar": mcnemar(pairs), "gap_ci95": bootstrap_ci(pairs, gap)}
 
 
 def format_gap(gap: Mapping[str, Any]) -> str:
@@ -535,82 +588,22 @@ def _read_json(path: Path) -> Any:
         raise ScoringError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
 
 
-# --------------------------------------------------------------------------- CLI
+# --------------------------------------------------------------------------- CLI (runners/scoring_cli.py)
 
 
-def _fail(command: str, message: str) -> int:
-    print(f"vrforge score {command}: error: {message}", file=sys.stderr)
-    return 2
+def cli_score_generative(*args: Any, **kwargs: Any) -> int:
+    from vrforge.runners.scoring_cli import cli_score_generative as command
+
+    return command(*args, **kwargs)
 
 
-def _print_accuracy(summary: Mapping[str, Any]) -> None:
-    o = summary["overall"]
-    acc = "-" if o["accuracy"] is None else f"{100 * o['accuracy']:.1f}%"
-    print(f"overall: {o['correct']}/{o['n']} = {acc}")
-    for task, cell in sorted(summary["per_task"].items()):
-        per_diff = summary["per_task_difficulty"].get(task, {})
-        diffs = "  ".join(f"{d} {c['correct']}/{c['n']}" for d, c in
-                          sorted(per_diff.items(), key=lambda kv: difficulty_rank(kv[0])))
-        print(f"  {task}: {cell['correct']}/{cell['n']} = {100 * cell['accuracy']:.1f}%  ({diffs})")
+def cli_score_discriminative(*args: Any, **kwargs: Any) -> int:
+    from vrforge.runners.scoring_cli import cli_score_discriminative as command
+
+    return command(*args, **kwargs)
 
 
-def cli_score_generative(dataset: str, outputs: str, out: str | None = None, config_resolution: int = MAIN_RESOLUTION,
-                         tasks: Sequence[str] | None = None, workers: int = 1, quiet: bool = False) -> int:
-    """``vrforge score generative DATASET OUTPUTS [--out DIR]``; ``out`` defaults to ``./score-generative``."""
-    try:
-        report = score_generative(dataset, outputs, config_resolution=config_resolution, tasks=tasks,
-                                  workers=workers, progress=not quiet)
-        target = Path(out) if out is not None else Path.cwd() / "score-generative"
-        results_path, _ = report.write(target)
-    except ScoringError as exc:
-        return _fail("generative", str(exc))
-    except OSError as exc:
-        return _fail("generative", f"cannot write the report ({exc.__class__.__name__}: {exc})")
-    s = report.summary
-    _print_accuracy(s)
-    print(f"missing outputs: {s['missing']['total']}, unusable images: {s['unusable']['total']}")
-    for task, checks in sorted(s["failed_checks"].items()):
-        if checks:
-            print(f"  {task} failed checks: " + ", ".join(f"{c} {n}" for c, n in sorted(checks.items())))
-    print(f"wrote {results_path} and {SAMPLES_FILE}")
-    return 0
+def cli_gap(*args: Any, **kwargs: Any) -> int:
+    from vrforge.runners.scoring_cli import cli_gap as command
 
-
-def cli_score_discriminative(dataset: str, results: str, out: str | None = None) -> int:
-    """``vrforge score discriminative DATASET RESULTS.json [--out DIR]``; ``out`` defaults to ``./score-discriminative``."""
-    try:
-        report = score_discriminative(dataset, results)
-        target = Path(out) if out is not None else Path.cwd() / "score-discriminative"
-        results_path, _ = report.write(target)
-    except ScoringError as exc:
-        return _fail("discriminative", str(exc))
-    except OSError as exc:
-        return _fail("discriminative", f"cannot write the report ({exc.__class__.__name__}: {exc})")
-    s = report.summary
-    _print_accuracy(s)
-    reasons = ", ".join(f"{k} {v}" for k, v in sorted(s["rejected"]["reasons"].items())) or "none"
-    print(f"{s['entries']} entries; {s['rejected']['total']} rejected ({reasons}); "
-          f"{s['not_answered']['total']} puzzles not answered; "
-          f"{s['answer_index_mismatches']['total']} correct_index disagreeing with the dataset")
-    print(f"wrote {results_path} and {SAMPLES_FILE}")
-    return 0
-
-
-def cli_gap(generative_results: str, discriminative_results: str, out: str | None = None) -> int:
-    """``vrforge score gap GEN_RESULTS.json DISC_RESULTS.json [--out FILE]``: prints the table, optionally writes JSON."""
-    from vrforge.fileio import write_bytes_atomic
-
-    try:
-        gap = constructive_selective_gap(Path(generative_results), Path(discriminative_results))
-        if out is not None:
-            write_bytes_atomic(Path(out), _json_bytes(gap))
-    except ScoringError as exc:
-        return _fail("gap", str(exc))
-    except OSError as exc:
-        return _fail("gap", f"cannot write {out} ({exc.__class__.__name__}: {exc})")
-    print(format_gap(gap))
-    print(f"{gap['puzzles']} puzzles in both tracks ({gap['only_generative']} only generative, "
-          f"{gap['only_discriminative']} only discriminative)")
-    if out is not None:
-        print(f"wrote {out}")
-    return 0
+    return command(*args, **kwargs)

@@ -16,12 +16,31 @@ Output folder:
 - ``samples.jsonl``: one line per puzzle with every rotation's answer (order shown, letter,
   original index, scores or raw text) and the circular verdict; appended line by line
   (flush + fsync) as puzzles finish, so an interrupted run resumes where it stopped;
-- ``run.json``: what produced the samples (backend, model, prompt); a resume with other
-  settings is refused instead of mixing answers;
+- ``run_manifest.json``: what produced the samples (backend, model, resolution, sha256 of the
+  question texts), written before the first question; a resume with other settings is refused
+  with the differences named instead of mixing answers (a ``run.json`` of an older version is
+  read the same way);
 - ``results.json``: the reference format ``{"results": [{puzzle_id, task, difficulty,
   correct_index, selected_index}]}`` with the single-pass selections (what
   ``vrforge score discriminative`` reads), plus a ``summary`` with both accuracies and the
-  histograms; written atomically at the end.
+  histograms and ``counts`` of failed puzzles; written atomically at the end. The layout of all
+  three files is ``runners/outputs.py``.
+
+Data parallelism: launched as several processes (``torchrun``/``accelerate launch``, which set
+``RANK`` and ``WORLD_SIZE``), process r asks the puzzles at positions r, r + W, ... of the
+planned list and appends them to its own ``samples.rank<r>.jsonl``; when it is done it leaves
+``.rank<r>.done``. Process 0 waits for every process, merges the rank files into
+``samples.jsonl`` (the same bytes as one process would write) and writes ``results.json``. A
+run interrupted in between resumes from the rank files, with any number of processes.
+
+Failures are per puzzle: an answer that cannot be had for this puzzle alone (an HTTP 4xx
+such as a request over the server's context, an image that cannot be decoded, a local model
+error) is a sample with ``status: failed`` and its ``error``; the run goes on, the failed
+puzzles are left out of the accuracies and counted by reason, and the exit code is 1. The run
+stops (resumably) only on what concerns every puzzle: no connection, 401/403/404, 429 or 5xx
+left after the retries, or ten failed puzzles in a row (a timeout fails its puzzle). A resume keeps failed
+samples unless ``--retry-failed``. A refusal or an answer naming no letter is not a failure:
+it is the model's answer, counted as no answer (wrong).
 """
 
 from __future__ import annotations
@@ -29,17 +48,19 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import os
 import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from vrforge.fileio import write_bytes_atomic
+from vrforge.runners.concurrency import bounded_map
+from vrforge.runners.outputs import FORMAT_VERSION, MANIFEST_FILE, SettingsMismatch, check_settings, failure_counts, text_sha256
 from vrforge.runners.scoring import ScoringError, aggregate, dataset_configs, dataset_info, read_rows
 from vrforge.schemas.layout import MAIN_RESOLUTION, difficulty_rank
 from vrforge.types import OPTION_COUNT
@@ -48,7 +69,9 @@ LETTERS = "ABCDE"
 PROMPT_VERSION = 1
 RESULTS_FILE = "results.json"
 SAMPLES_FILE = "samples.jsonl"
-RUN_FILE = "run.json"
+RUN_FILE = MANIFEST_FILE
+LEGACY_RUN_FILE = "run.json"
+MAX_CONSECUTIVE_FAILURES = 10  # that many failed puzzles in a row concern every puzzle: the run stops
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
@@ -139,6 +162,7 @@ class Answer:
     raw: str | None = None
     scores: list[float] | None = None
     error: str | None = None
+    failed: bool = False  # no answer could be had for this question alone (HTTP 4xx, decode error)
 
 
 class Backend(Protocol):
@@ -194,9 +218,15 @@ def parse_choice(text: str | None, count: int = OPTION_COUNT) -> int | None:
 def ask_item(item: Item, backend: Backend, rotations: int) -> dict[str, Any]:
     """Every rotation's answer for one puzzle, mapped back to original option indices, as a samples.jsonl record."""
     records = []
-    for rotation in range(rotations):
-        question, order = question_for(item, rotation)
-        answer = backend.answer(question)
+    failure = None
+    asked = [question_for(item, rotation) for rotation in range(rotations)]
+    many = getattr(backend, "answer_many", None)
+    # A backend that batches gets every rotation at once (one padded batch); others are asked in turn.
+    answers = iter(many([q for q, _ in asked])) if many is not None else (backend.answer(q) for q, _ in asked)
+    for rotation, ((_, order), answer) in enumerate(zip(asked, answers)):
+        if answer.failed:
+            failure = (rotation, answer.error or "failed")
+            break
         position = answer.position if answer.position is not None and 0 <= answer.position < len(order) else None
         selected = order[position] if position is not None else None
         record: dict[str, Any] = {
@@ -208,17 +238,21 @@ def ask_item(item: Item, backend: Backend, rotations: int) -> dict[str, Any]:
             "correct": selected == item.answer_index,
         }
         if answer.scores is not None:
-            record["scores"] = [round(float(s), 6) for s in answer.scores]
+            record["scores"] = [round(float(s), 6) if math.isfinite(s) else None for s in answer.scores]
         if answer.raw is not None:
             record["raw"] = answer.raw
         if answer.error is not None:
             record["error"] = answer.error
         records.append(record)
+    base = {"id": item.id, "task": item.task, "difficulty": item.difficulty, "index": item.index,
+            "correct_index": item.answer_index}
+    if failure is not None:
+        return {**base, "status": "failed", "error": failure[1], "failed_rotation": failure[0], "selected_index": None,
+                "correct": False, "circular_correct": None, "consistent": None, "rotations": records}
     single = records[0]["selected_index"]
     picks = {r["selected_index"] for r in records}
     return {
-        "id": item.id, "task": item.task, "difficulty": item.difficulty, "index": item.index,
-        "correct_index": item.answer_index,
+        **base, "status": "ok",
         "selected_index": single,
         "correct": single == item.answer_index,
         "circular_correct": all(r["correct"] for r in records) if rotations > 1 else None,
@@ -236,7 +270,11 @@ def _histogram(letters: Iterable[str | None], count: int = OPTION_COUNT) -> dict
 
 
 def summarise(samples: Sequence[dict[str, Any]], rotations: int) -> dict[str, Any]:
-    """Single-pass and circular accuracy (overall, per task, per difficulty), position histograms, consistency."""
+    """Single-pass and circular accuracy (overall, per task, per difficulty), position histograms, consistency.
+
+    Failed puzzles are left out of every figure and counted under ``failed``."""
+    counts = failure_counts(samples)
+    samples = [s for s in samples if s.get("status", "ok") == "ok"]
     def histograms(group: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {
             "single_pass": _histogram(s["rotations"][0]["answer"] for s in group),
@@ -252,6 +290,9 @@ def summarise(samples: Sequence[dict[str, Any]], rotations: int) -> dict[str, An
         "single_pass": aggregate((s["task"], s["difficulty"], s["correct"]) for s in samples),
         "circular": aggregate((s["task"], s["difficulty"], bool(s["circular_correct"])) for s in samples)
         if rotations > 1 else None,
+        # Every rotation's answer counts once: position bias averages out without CircularEval's all-or-nothing.
+        "rotation_averaged": aggregate((s["task"], s["difficulty"], bool(r["correct"])) for s in samples for r in s["rotations"])
+        if rotations > 1 else None,
         "consistent": {"n": len(samples), "count": sum(bool(s["consistent"]) for s in samples)} if rotations > 1 else None,
         "no_answer": {"single_pass": sum(s["selected_index"] is None for s in samples),
                       "all_rotations": sum(r["selected_index"] is None for r in answers), "answers": len(answers)},
@@ -259,13 +300,15 @@ def summarise(samples: Sequence[dict[str, Any]], rotations: int) -> dict[str, An
                                "per_task": {t: histograms([s for s in samples if s["task"] == t]) for t in tasks}},
         "chance": {"single_pass": round(1 / OPTION_COUNT, 6),
                    "circular": round((1 / OPTION_COUNT) ** rotations, 6) if rotations > 1 else None},
+        "failed": {"count": counts["failed"], "reasons": counts["reasons"]},
     }
 
 
 def reference_results(samples: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The single-pass selections in the reference results format."""
+    """The single-pass selections in the reference results format (failed puzzles are left out: not answered)."""
     return [{"puzzle_id": s["id"], "task": s["task"], "difficulty": s["difficulty"],
-             "correct_index": s["correct_index"], "selected_index": s["selected_index"]} for s in samples]
+             "correct_index": s["correct_index"], "selected_index": s["selected_index"]}
+            for s in samples if s.get("status", "ok") == "ok"]
 
 
 # --------------------------------------------------------------------------- dataset
@@ -405,19 +448,48 @@ class SampleLog:
                                               for s in ordered).encode("utf-8"))
 
 
-def check_run(out: Path, run: dict[str, Any], has_samples: bool) -> None:
-    """Refuse to mix answers from different settings in one folder; record the settings otherwise."""
-    path = out / RUN_FILE
-    if path.exists():
+def previous_settings(out: Path) -> dict[str, Any] | None:
+    """The settings recorded in ``out`` (run_manifest.json, or an older version's run.json), None when absent."""
+    for name, legacy in ((RUN_FILE, False), (LEGACY_RUN_FILE, True)):
+        path = out / name
+        if not path.exists():
+            continue
         try:
-            previous = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ChoiceError(f"cannot read {path} ({exc.__class__.__name__}); delete it or use another --out") from None
-        if has_samples and previous != run:
-            changed = sorted(k for k in set(previous) | set(run) if previous.get(k) != run.get(k))
-            detail = "; ".join(f"{k}: {previous.get(k)!r} -> {run.get(k)!r}" for k in changed)
-            raise ChoiceError(f"{out} holds answers from a run with other settings ({detail}); use another --out")
-    write_bytes_atomic(path, (json.dumps(run, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+        if not isinstance(data, dict):
+            raise ChoiceError(f"{path} is not a run manifest; delete it or use another --out")
+        return data if legacy else data.get("settings")
+    return None
+
+
+def check_run(out: Path, run: dict[str, Any], has_samples: bool) -> None:
+    """Refuse to mix answers from different settings in one folder; record the settings (before any question)."""
+    previous = previous_settings(out)
+    if has_samples and previous is None:
+        raise ChoiceError(f"{out} holds {SAMPLES_FILE} but no {RUN_FILE} saying how it was made; use another --out")
+    try:
+        check_settings(out, previous if has_samples else None, run)
+    except SettingsMismatch as exc:
+        raise ChoiceError(str(exc)) from None
+    write_manifest(out, run, completed=False, counts=None)
+
+
+def write_manifest(out: Path, run: dict[str, Any], *, completed: bool, counts: dict[str, Any] | None) -> None:
+    manifest = {"format_version": FORMAT_VERSION, "kind": "tacit-choice", "settings": run,
+                "runs": [{"completed": completed}], "counts": counts or {}}
+    write_bytes_atomic(out / RUN_FILE, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    (out / LEGACY_RUN_FILE).unlink(missing_ok=True)
+
+
+def prompt_hash(tasks: Iterable[str]) -> str:
+    """sha256 of the question texts for these tasks: a changed hint or wording is a changed setting."""
+    texts = {}
+    for task in sorted(tasks):
+        question = Question(task, b"", (b"",) * OPTION_COUNT)
+        texts[task] = [text for kind, text in question.parts() if kind == "text"]
+    return text_sha256(texts)
 
 
 # --------------------------------------------------------------------------- the run
@@ -432,39 +504,70 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _map_items(fn: Callable[[Item], dict[str, Any]], items: Iterator[Item], workers: int) -> Iterator[dict[str, Any]]:
-    """fn over items; with workers > 1 at most 2 x workers in flight (items carry images), yielded as they finish."""
-    if workers <= 1:
-        for item in items:
-            yield fn(item)
-        return
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        pending: dict[Future, int] = {}
+class _FailureGuard:
+    """Counts failed puzzles in a row; too many in a row concern every puzzle (a broken model or endpoint)."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit, self.row = limit or MAX_CONSECUTIVE_FAILURES, 0
+
+    def see(self, sample: dict[str, Any]) -> None:
+        self.row = self.row + 1 if sample.get("status") == "failed" else 0
+        if self.row >= self.limit:
+            raise BackendError(f"{self.row} puzzles in a row failed (last: {sample.get('error')}); "
+                               "finished puzzles are kept, fix the cause and run the same command to resume")
+
+
+def process_ranks() -> tuple[int, int]:
+    """(rank, world size) from the launcher's environment; (0, 1) for a plain run."""
+    try:
+        rank, world = int(os.environ.get("RANK", "0") or 0), int(os.environ.get("WORLD_SIZE", "1") or 1)
+    except ValueError:
+        raise ChoiceError("RANK and WORLD_SIZE must be integers") from None
+    if world < 1 or not 0 <= rank < world:
+        raise ChoiceError(f"RANK {rank} is not within WORLD_SIZE {world}")
+    return rank, world
+
+
+def _run_token() -> str:
+    """Names one launch, so that process 0 never takes a finish marker left by an earlier launch."""
+    return os.environ.get("TORCHELASTIC_RUN_ID") or f"{os.environ.get('MASTER_ADDR', '')}:{os.environ.get('MASTER_PORT', '')}"
+
+
+def _rank_files(out: Path) -> list[Path]:
+    return sorted(out.glob("samples.rank*.jsonl"))
+
+
+def _read_samples(path: Path) -> dict[str, dict[str, Any]]:
+    """A samples file read without touching it (a torn last line is skipped)."""
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return found
+    for line in lines:
         try:
-            for number, item in enumerate(items):
-                pending[pool.submit(fn, item)] = number
-                while len(pending) >= 2 * workers:
-                    yield from _collect(pending)
-            while pending:
-                yield from _collect(pending)
-        finally:
-            for future in pending:
-                future.cancel()
-
-
-def _collect(pending: dict[Future, int]) -> Iterator[dict[str, Any]]:
-    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-    for future in sorted(done, key=pending.__getitem__):
-        del pending[future]
-        yield future.result()
+            sample = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(sample, dict) and isinstance(sample.get("id"), str) and isinstance(sample.get("rotations"), list):
+            found[sample["id"]] = sample
+    return found
 
 
 def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotations: int = OPTION_COUNT,
                resolution: int | None = None, tasks: Sequence[str] | None = None,
                difficulties: Sequence[str] | None = None, limit: int | None = None, workers: int = 1,
-               progress: bool = False) -> RunResult:
-    """Ask every selected puzzle (skipping those already in ``out/samples.jsonl``), then write ``results.json``."""
+               progress: bool = False, retry_failed: bool = False, rank: int | None = None, world: int | None = None,
+               merge_timeout_s: float = 6 * 3600) -> RunResult:
+    """Ask every selected puzzle (skipping those already in ``out/samples.jsonl``), then write ``results.json``.
+
+    With ``world`` > 1 (default from RANK/WORLD_SIZE) this process asks its share; process 0 merges and reports."""
+    import time
+
     from tqdm import tqdm
+
+    if rank is None or world is None:
+        rank, world = process_ranks()
 
     dataset, out = Path(dataset), Path(out)
     if rotations not in (1, OPTION_COUNT):
@@ -476,31 +579,125 @@ def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotati
     if out.exists() and not out.is_dir():
         raise ChoiceError(f"--out {out} is a file, not a folder")
     resolution, rows = plan_rows(dataset, resolution, tasks, difficulties, limit)
-    run = {"prompt_version": PROMPT_VERSION, "rotations": rotations, "resolution": resolution,
-           "dataset": dataset_info(dataset), **backend.describe()}
+    run = {"prompt_version": PROMPT_VERSION, "prompt_sha256": prompt_hash(dataset_configs(dataset)[resolution]),
+           "rotations": rotations, "resolution": resolution, "dataset": dataset_info(dataset), **backend.describe()}
+    if world > 1:
+        return _run_rank(dataset, backend, out, run, rows, rotations, resolution, workers, progress, retry_failed,
+                         rank, world, merge_timeout_s, time.monotonic)
     log = SampleLog(out / SAMPLES_FILE)
     try:
-        check_run(out, run, has_samples=bool(log.samples))
-        pending = {r["id"] for r in rows if r["id"] not in log.samples}
+        leftovers = _rank_files(out)
+        check_run(out, run, has_samples=bool(log.samples) or bool(leftovers))
+        for leftover in leftovers:  # an interrupted data-parallel run: its answers are kept
+            for sample in _read_samples(leftover).values():
+                log.append(sample)
+            leftover.unlink()
+        pending = {r["id"] for r in rows
+                   if r["id"] not in log.samples or (retry_failed and log.samples[r["id"]].get("status") == "failed")}
         bar = tqdm(total=len(pending), desc="tacit-choice", unit="puzzle", disable=not progress, dynamic_ncols=True)
+        guard = _FailureGuard()
         try:
             items = load_items(dataset, resolution, pending) if pending else iter(())
-            for sample in _map_items(lambda item: ask_item(item, backend, rotations), items, workers):
+            for sample in bounded_map(lambda item: ask_item(item, backend, rotations), items, workers):
                 log.append(sample)
                 bar.update()
+                guard.see(sample)
         finally:
             bar.close()
         log.rewrite_sorted()
     finally:
         log.close()
+    return _report(out, dataset, backend, run, rows, rotations, resolution, log, asked=len(pending))
 
+
+def _report(out: Path, dataset: Path, backend: Backend, run: dict[str, Any], rows: Sequence[dict[str, Any]], rotations: int,
+            resolution: int, log: SampleLog, asked: int) -> RunResult:
     samples = [log.samples[r["id"]] for r in rows]
     summary = {"dataset": dataset_info(dataset), "resolution": resolution, "prompt_version": PROMPT_VERSION,
                **backend.describe(), **summarise(samples, rotations)}
-    payload = {"results": reference_results(samples), "summary": summary}
+    counts = {"items": len(samples), **failure_counts(samples)}
+    payload = {"format_version": FORMAT_VERSION, "kind": "tacit-choice", "results": reference_results(samples),
+               "summary": summary, "counts": counts}
     write_bytes_atomic(out / RESULTS_FILE, (json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode())
+    write_manifest(out, run, completed=True, counts=counts)
     notes = [f"dropped {log.dropped} unreadable line(s) from {SAMPLES_FILE}"] if log.dropped else []
-    return RunResult(out, summary, asked=len(pending), skipped=len(rows) - len(pending), notes=notes)
+    return RunResult(out, summary, asked=asked, skipped=len(rows) - asked, notes=notes)
+
+
+def _run_rank(dataset: Path, backend: Backend, out: Path, run: dict[str, Any], rows: Sequence[dict[str, Any]],
+              rotations: int, resolution: int, workers: int, progress: bool, retry_failed: bool, rank: int, world: int,
+              merge_timeout_s: float, clock: Callable[[], float]) -> RunResult:
+    """One process of a data-parallel run: its share into samples.rank<r>.jsonl; process 0 then merges."""
+    import time
+
+    marker = out / f".rank{rank}.done"
+    marker.unlink(missing_ok=True)
+    done = _read_samples(out / SAMPLES_FILE)
+    previous = previous_settings(out)
+    if done and previous is None:
+        raise ChoiceError(f"{out} holds samples but no {RUN_FILE} saying how they were made; use another --out")
+    # Rank files are only written by a launch whose process 0 records the settings, maybe a moment later.
+    for path in _rank_files(out):
+        done.update(_read_samples(path))
+    try:
+        check_settings(out, previous, run)
+    except SettingsMismatch as exc:
+        raise ChoiceError(str(exc)) from None
+    if rank == 0:
+        write_manifest(out, run, completed=False, counts=None)
+    mine = [r["id"] for i, r in enumerate(rows) if i % world == rank]
+    pending = {pid for pid in mine if pid not in done or (retry_failed and done[pid].get("status") == "failed")}
+    log = SampleLog(out / f"samples.rank{rank}.jsonl")
+    try:
+        bar = tqdm_bar(len(pending), f"tacit-choice (process {rank} of {world})", progress)
+        guard = _FailureGuard()
+        try:
+            items = load_items(dataset, resolution, pending) if pending else iter(())
+            for sample in bounded_map(lambda item: ask_item(item, backend, rotations), items, workers):
+                log.append(sample)
+                bar.update()
+                guard.see(sample)
+        finally:
+            bar.close()
+    finally:
+        log.close()
+    write_bytes_atomic(marker, json.dumps({"rank": rank, "world": world, "run": _run_token()}).encode("utf-8"))
+    if rank != 0:
+        return RunResult(out, {}, asked=len(pending), skipped=len(mine) - len(pending),
+                         notes=[f"process {rank} of {world} done; process 0 writes {RESULTS_FILE}"])
+    deadline = clock() + merge_timeout_s
+    markers = [out / f".rank{k}.done" for k in range(world)]
+    while not all(_marker_is_current(m, world) for m in markers):
+        if clock() > deadline:
+            missing = [k for k, m in enumerate(markers) if not _marker_is_current(m, world)]
+            raise BackendError(f"process(es) {', '.join(map(str, missing))} did not finish within {merge_timeout_s:g} s; "
+                               "the answers so far are kept, run the same command to resume")
+        time.sleep(0.5)
+    merged = SampleLog(out / SAMPLES_FILE)
+    try:
+        for path in _rank_files(out):
+            for sample in _read_samples(path).values():
+                merged.append(sample)
+        merged.rewrite_sorted()
+    finally:
+        merged.close()
+    for path in [*_rank_files(out), *markers]:
+        path.unlink(missing_ok=True)
+    return _report(out, dataset, backend, run, rows, rotations, resolution, merged, asked=len(pending))
+
+
+def _marker_is_current(path: Path, world: int) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("world") == world and data.get("run") == _run_token()
+
+
+def tqdm_bar(total: int, desc: str, progress: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="puzzle", disable=not progress, dynamic_ncols=True)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -509,9 +706,10 @@ def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotati
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``vrforge run tacit-choice``."""
     parser.add_argument("dataset", help="a built TACIT dataset folder")
-    parser.add_argument("--backend", choices=("likelihood", "openai"), default="likelihood",
+    parser.add_argument("--backend", choices=("likelihood", "openai", "vllm"), default="likelihood",
                         help="likelihood: option-letter log-likelihood with a transformers VLM; "
-                             "openai: parse the letter from an OpenAI-compatible endpoint's answer")
+                             "openai: parse the letter from an OpenAI-compatible endpoint's answer; "
+                             "vllm: option-letter logprobs from an offline vLLM engine (extra 'vllm', CUDA)")
     parser.add_argument("--model", required=True, help="hub id or local folder (likelihood), or the served model name (openai)")
     parser.add_argument("--out", help="output folder (default ./tacit-choice)")
     parser.add_argument("--resolution", type=int, help="which configs' images to show (default 1024 px, else the smallest present)")
@@ -520,6 +718,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, help="at most N puzzles per task and difficulty")
     parser.add_argument("--no-circular", action="store_true", help="ask each puzzle once, in the original order only")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--retry-failed", action="store_true", help="ask again the puzzles that failed in an earlier run")
     group = parser.add_argument_group("likelihood backend (transformers)")
     group.add_argument("--revision", help="model revision (branch, tag or commit)")
     group.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
@@ -530,6 +729,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="the continuation scored per option, e.g. '{letter}' or 'The answer is {letter}.'")
     group.add_argument("--normalise", choices=("mean", "sum"), default="mean",
                        help="per-token mean (length-normalised) or sum of the continuation's log-likelihood")
+    group.add_argument("--batch-size", type=int, default=5,
+                       help="questions per forward pass (a puzzle's rotations are batched; default 5)")
+    group.add_argument("--processor-kwargs", help="JSON object for the processor, e.g. '{\"max_pixels\": 802816}'")
     group = parser.add_argument_group("openai backend")
     group.add_argument("--base-url", help="the endpoint, e.g. http://localhost:8000/v1")
     group.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
@@ -552,10 +754,19 @@ def _make_backend(args: argparse.Namespace) -> Backend:
                                           cache_dir=args.cache_dir, timeout_s=args.timeout,
                                           max_retries=args.max_retries, max_tokens=args.max_tokens)
     if args.workers != 1:
-        raise ChoiceError("--workers applies to the openai backend; the likelihood backend asks one puzzle at a time")
+        raise ChoiceError(f"--workers applies to the openai backend; --backend {args.backend} batches with --batch-size")
+    if args.backend == "vllm":
+        return vlm_backends.VLLMBackend(args.model, engine_kwargs={"trust_remote_code": args.trust_remote_code})
+    try:
+        processor_kwargs = json.loads(args.processor_kwargs) if args.processor_kwargs else {}
+    except json.JSONDecodeError as exc:
+        raise ChoiceError(f"--processor-kwargs is not valid JSON ({exc.msg})") from None
+    if not isinstance(processor_kwargs, dict):
+        raise ChoiceError("--processor-kwargs must be a JSON object, e.g. '{\"max_pixels\": 802816}'")
     return vlm_backends.LikelihoodBackend(args.model, revision=args.revision, dtype=args.dtype, device=args.device,
                                           trust_remote_code=args.trust_remote_code, local_files_only=args.local_files_only,
-                                          answer_template=args.answer_template, normalise=args.normalise)
+                                          answer_template=args.answer_template, normalise=args.normalise,
+                                          batch_size=args.batch_size, processor_kwargs=processor_kwargs)
 
 
 def _fail(message: str) -> int:
@@ -581,7 +792,8 @@ def cli_choice(args: argparse.Namespace) -> int:
         backend = _make_backend(args)
         result = run_choice(dataset, backend, out, rotations=1 if args.no_circular else OPTION_COUNT,
                             resolution=args.resolution, tasks=args.tasks, difficulties=args.difficulties,
-                            limit=args.limit, workers=args.workers, progress=not args.quiet)
+                            limit=args.limit, workers=args.workers, progress=not args.quiet,
+                            retry_failed=args.retry_failed)
     except (ChoiceError, BackendError) as exc:
         return _fail(str(exc))
     except OSError as exc:
@@ -604,5 +816,10 @@ def cli_choice(args: argparse.Namespace) -> int:
     hist = s["position_histogram"]["all_rotations"]
     print("letters chosen: " + "  ".join(f"{k} {v}" for k, v in hist.items()))
     print(f"no answer: {s['no_answer']['all_rotations']} of {s['no_answer']['answers']}")
+    failed = s["failed"]
+    if failed["count"]:
+        reasons = ", ".join(f"{k} {v}" for k, v in failed["reasons"].items())
+        print(f"failed puzzles: {failed['count']} ({reasons}); left out of the accuracies, "
+              "--retry-failed asks them again", file=sys.stderr)
     print(f"wrote {out / RESULTS_FILE} and {SAMPLES_FILE}")
-    return 0
+    return 1 if failed["count"] else 0

@@ -8,13 +8,15 @@ import io
 import json
 import math
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from PIL import Image
 from shared_data import external
 
-from tests.fakeopenai import Delay, FakeOpenAI
+from tests.fakeopenai import Delay, FakeOpenAI, HttpError
 from vrforge.openai_client import ChatClient, ChatConfig
 from vrforge.runners import cfeval_judge as cj
 from vrforge.runners.cfeval_personas import PERSONAS, PersonaError, parse_persona_spec
@@ -236,7 +238,7 @@ def test_skip_gated_sends_no_request_for_gated_scenarios(images):
     assert by_key[("A", "l2")]["S_gated"] == by_key[("A", "l2")]["S"] and not by_key[("A", "l2")]["gated"]
     assert by_key[("B", "l1")]["S_gated"] == by_key[("B", "l1")]["S"] and not by_key[("B", "l1")]["gated"]
     results = cj.summarize(records, cj.JudgeSettings(skip_gated=True), {"model": "judge-vl"}, "t2i")
-    overall = results["metrics"]["overall"]
+    overall = results["summary"]["overall"]
     e1 = (expected_s("A", "l1") + expected_s("B", "l1") + expected_s("C", "l1")) / 3
     e2 = (expected_s("A", "l2") + 0 + expected_s("C", "l2")) / 3
     e3 = (expected_s("A", "l3") + 0 + expected_s("C", "l3")) / 3
@@ -252,7 +254,7 @@ def test_gating_without_skipping_still_zeroes(images):
     assert len(fake.requests) == 9
     b2 = next(r for r in records if (r["scenario_id"], r["level"]) == ("B", "l2"))
     assert (b2["S"], b2["S_gated"], b2["gated"]) == (pytest.approx(1.0), 0.0, True)
-    per_domain = cj.summarize(records, cj.JudgeSettings(), {"model": "judge-vl"}, "t2i")["metrics"]["per_domain"]
+    per_domain = cj.summarize(records, cj.JudgeSettings(), {"model": "judge-vl"}, "t2i")["summary"]["per_domain"]
     assert per_domain["biology"]["l2"] == 0.0 and per_domain["biology"]["l3"] == 0.0
     assert per_domain["physics"]["l2"] == pytest.approx((expected_s("A", "l2") + expected_s("C", "l2")) / 2)
 
@@ -303,6 +305,9 @@ def test_cli_writes_identical_files_for_identical_runs(images, tmp_path, capsys)
     assert results["personas"] == {"l1": "balanced", "l2": "strict", "l3": "strict"}
     assert len(outputs[0][1].decode().splitlines()) == 9
     assert "PRR" in capsys.readouterr().out
+    manifest = json.loads((tmp_path / "one" / "run_manifest.json").read_text())
+    assert manifest["kind"] == "cfeval-judge" and manifest["runs"] == [{"completed": True}]
+    assert manifest["settings"]["levels"] == ["l1", "l2", "l3"] and len(manifest["settings"]["personas_sha256"]) == 64
 
 
 def test_cli_failure_exit_code(images, tmp_path):
@@ -526,3 +531,149 @@ def test_calibrate_bad_input(tmp_path, capsys, content, message):
     assert cr.cli_calibrate(calibrate_args(run, human=human, out=tmp_path / "cal")) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and message in err and "\n" not in err
+
+
+# --------------------------------------------------------------------------- failures and interrupts
+
+
+class SlowClient:
+    """Answers every image after a pause and counts the requests it received (a judge endpoint stand-in)."""
+
+    def __init__(self, seconds: float) -> None:
+        from vrforge.openai_client import ChatConfig
+
+        self.config = ChatConfig(base_url="http://unused", model="slow-judge")
+        self.seconds, self.sent, self.lock = seconds, 0, threading.Lock()
+
+    def complete_json(self, messages, schema, schema_name, validate=None):
+        from vrforge.openai_client import ChatResult, Usage
+
+        with self.lock:
+            self.sent += 1
+        time.sleep(self.seconds)
+        data = {qid: {"reasoning": "ok", "score": 1} for qid in schema["required"]}
+        return ChatResult(data=data, raw=json.dumps(data), usage=Usage(requests=1), cached=False, request_hash="h")
+
+
+def test_ctrl_c_stops_the_judge_after_the_requests_in_flight(tmp_path):
+    import _thread
+
+    scenarios = [make_scenario(f"S{n:02d}", "physics") for n in range(40)]
+    for scenario in scenarios:
+        for level in LEVELS:
+            (tmp_path / scenario.id).mkdir(exist_ok=True)
+            (tmp_path / scenario.id / f"{level}.png").write_bytes(png((1, 2, 3)))
+    client = SlowClient(0.1)
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        cj.judge_run(client, scenarios, tmp_path, cj.JudgeSettings(workers=4))
+    time.sleep(0.5)  # the requests in flight finish; nothing new starts
+    assert client.sent <= 40, f"{client.sent} of 120 requests sent after Ctrl-C"
+
+
+def test_an_endpoint_that_refuses_every_request_stops_the_judge(images, tmp_path, capsys):
+    scenarios = write_scenarios(tmp_path / "scenarios.jsonl", SCENARIOS)
+    with FakeOpenAI(answers=[HttpError(401, json.dumps({"error": {"message": "bad key"}}))] * 9) as fake:
+        code = cj.cli_judge(cli_args(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
+                                     model="m", max_retries=0, backoff=0, no_cache=True, workers=1))
+    assert code == 2 and len(fake.requests) == 1
+    assert "HTTP 401" in capsys.readouterr().err and not (tmp_path / "o" / "results.json").exists()
+
+
+def test_an_http_400_for_one_image_is_a_failed_image_and_the_judge_goes_on(images, tmp_path):
+    scenarios = write_scenarios(tmp_path / "scenarios.jsonl", SCENARIOS[:1])
+
+    def responder(request):
+        level = marks(request)[0][1]
+        return HttpError(400, json.dumps({"error": {"message": "image too large"}})) if level == "l2" else answer_for(request)
+
+    with FakeOpenAI(responder=responder) as fake:
+        code = cj.cli_judge(cli_args(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
+                                     model="m", max_retries=0, backoff=0, no_cache=True, workers=1))
+    assert code == 1 and len(fake.requests) == 3
+    results = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert results["counts"]["ok"] == 2 and results["counts"]["failed"] == 1
+    assert results["failure_reasons"] == {"http 400": 1} and "image too large" in results["failures"][0]["error"]
+
+
+# --------------------------------------------------------------------------- gate edge cases and the weighting rule
+
+
+def test_levels_without_l1_are_refused(images, tmp_path, capsys):
+    scenarios = write_scenarios(tmp_path / "scenarios.jsonl", SCENARIOS)
+    with FakeOpenAI(responder=answer_for) as fake:
+        code = cj.cli_judge(cli_args(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
+                                     model="m", levels="l2", no_cache=True))
+        with pytest.raises(cj.CFEvalError, match="leaves out l1"):
+            cj.judge_run(client_for(fake), SCENARIOS, images, cj.JudgeSettings(levels=("l2", "l3"), workers=1))
+    assert code == 2 and fake.requests == [] and "leaves out l1" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_a_report_cannot_ungate_scenarios_whose_l2_l3_were_never_judged(tmp_path, capsys):
+    from vrforge.runners import cfeval_report as cr
+
+    scores = dict(JUDGE_X)
+    scores[("B", "l2")] = scores[("B", "l3")] = None  # B (S_L1 0.4) was gated at 0.5 and never judged
+    run = write_run(tmp_path / "x", "t2i", "judge-x", scores, {("B", "l2"): "gated", ("B", "l3"): "gated"})
+    assert cr.cli_report(report_args(run, out=tmp_path / "r1", no_plot=True)) == 0  # the judge's threshold
+    assert cr.cli_report(report_args(run, out=tmp_path / "r2", no_plot=True, threshold=0.6)) == 0  # gates more
+    assert cr.cli_report(report_args(run, out=tmp_path / "r3", no_plot=True, threshold=0.3)) == 2
+    err = capsys.readouterr().err
+    assert "1 scenario(s) pass the gate whose L2/L3 were never judged" in err and "e.g. B" in err
+    assert not (tmp_path / "r3").exists()
+
+    no_l1 = write_run(tmp_path / "y", "t2i", "judge-y", {k: v for k, v in JUDGE_X.items() if k[1] != "l1"})
+    assert cr.cli_report(report_args(no_l1, out=tmp_path / "r4", no_plot=True)) == 2
+    assert "no L1 judgement" in capsys.readouterr().err
+
+
+def test_one_weighting_rule_for_the_default_and_the_override():
+    from vrforge.runners import cfeval_metrics as m
+
+    # Two assessment-point questions of weight 15 and one visual-integrity question of weight 3.
+    questions = [m.ScoredQuestion("assessment_point", 15, 1.0), m.ScoredQuestion("assessment_point", 15, 0.0),
+                 m.ScoredQuestion("visual_integrity", 3, 1.0)]
+    default = m.image_score(questions)
+    assert default == pytest.approx((15 + 0 + 3) / 33)
+    # Naming the data's own weights changes nothing (it used to weigh the dimension 15 instead of 30).
+    assert m.image_score(questions, {"assessment_point": 15, "visual_integrity": 3}) == pytest.approx(default)
+    # An override sets each question's weight: (12 + 0 + 3) / 27.
+    assert m.image_score(questions, {"assessment_point": 12}) == pytest.approx(15 / 27)
+
+
+def test_several_images_per_prompt_give_per_image_and_per_prompt_scores(tmp_path):
+    images = tmp_path / "images"
+    for scenario in SCENARIOS:
+        for level in LEVELS:
+            for k in range(2):
+                (images / scenario.id).mkdir(parents=True, exist_ok=True)
+                (images / scenario.id / f"{level}_{k}.png").write_bytes(png((k, 9, 9)))
+
+    def responder(request):  # image 1 of every prompt gets every question's score halved
+        image = request["messages"][1]["content"][0]["image_url"]["url"]
+        second = image == cj.build_messages(PERSONAS["balanced"], [], png((1, 9, 9)))[1]["content"][0]["image_url"]["url"]
+        answer = answer_for(request)
+        return {q: {**v, "score": v["score"] / 2 if second else v["score"]} for q, v in answer.items()}
+
+    settings = cj.JudgeSettings(workers=2, images_per_prompt=2)
+    with FakeOpenAI(responder=responder) as fake:
+        records = cj.judge_run(client_for(fake), SCENARIOS, images, settings)
+    by_key = {(r["scenario_id"], r["level"], r["sample"]): r for r in records}
+    assert len(records) == len(fake.requests) == 18 and by_key[("A", "l1", 1)]["image"] == "A/l1_1.png"
+    assert by_key[("A", "l1", 1)]["S"] == pytest.approx(expected_s("A", "l1") / 2)
+    results = cj.summarize(records, settings, {"model": "judge-vl"}, "t2i")
+    per_prompt, per_image = results["summary"]["overall"], results["per_image"]["overall"]
+    # Prompt L1 = the mean of its two images (the second scored half): A 0.75, B 0.20, C 0.42 -> B and C gated.
+    assert per_prompt["l1"] == pytest.approx(0.75 * sum(expected_s(x, "l1") for x in "ABC") / 3) and per_prompt["scenarios"] == 3
+    a3, c3 = expected_s("A", "l3"), expected_s("C", "l3")
+    assert per_prompt["l3"] == pytest.approx((a3 + a3 / 2) / 2 / 3)
+    # Per image, C's first image (S_L1 0.56) passes the gate on its own, so its L3 counts.
+    assert per_image["scenarios"] == 6 and per_image["l3"] == pytest.approx((a3 + a3 / 2 + c3) / 6)
+    assert by_key[("C", "l3", 0)]["gated"] and by_key[("C", "l3", 0)]["S_gated"] == 0.0  # the record's gate is the prompt's
+
+    # --skip-gated decides on the prompt's L1: only A's L2/L3 images are sent.
+    with FakeOpenAI(responder=responder) as fake:
+        skipped = cj.judge_run(client_for(fake), SCENARIOS, images, cj.JudgeSettings(workers=2, images_per_prompt=2, skip_gated=True))
+    assert len(fake.requests) == 6 + 4 and sum(r["status"] == "gated" for r in skipped) == 8

@@ -149,7 +149,7 @@ def test_random_model_answers_are_recorded_as_failures_and_cached(tiny_judge, sc
         assert record["status"] == "failed" and record["S"] is None and record["judge"] == str(tiny_judge)
         error = record["error"]
         assert "\n" not in error and error.startswith(("malformed:", "invalid:")), error
-    assert results["metrics"]["overall"]["l1"] is None  # nothing judged
+    assert results["summary"]["overall"]["l1"] is None  # nothing judged
 
     def no_generation(self, inputs):
         raise AssertionError("a cached answer was generated again")
@@ -203,7 +203,7 @@ def test_scripted_answers_score_cache_and_match_the_endpoint(tiny_judge, scenari
     again, again_records = read_out(out)
     assert again["counts"]["cached"] == 9 and again["usage"]["requests"] == 0 and again["usage"]["cache_hits"] == 9
     assert [r["S"] for r in again_records] == [r["S"] for r in records]
-    assert again["metrics"] == results["metrics"]
+    assert again["summary"] == results["summary"]
 
     # the endpoint backend, answering the same, gives the same judgements and metrics
     def endpoint_answer(request: dict) -> dict:
@@ -213,7 +213,7 @@ def test_scripted_answers_score_cache_and_match_the_endpoint(tiny_judge, scenari
         assert run_cli(scenarios=scenarios_file, images=images, out=tmp_path / "endpoint", base_url=fake.base_url,
                        model="judge-vl", label="t2i", no_cache=True, backoff=0) == 0
     endpoint, endpoint_records = read_out(tmp_path / "endpoint")
-    assert endpoint["metrics"] == results["metrics"]
+    assert endpoint["summary"] == results["summary"]
     same = ("scenario_id", "level", "status", "S", "S_gated", "gated", "questions", "dimension_scores", "persona")
     assert [{k: r[k] for k in same} for r in records] == [{k: r[k] for k in same} for r in endpoint_records]
 
@@ -238,7 +238,7 @@ def test_skip_gated_is_the_same_as_with_the_endpoint(tiny_judge, scenarios_file,
                        model="judge-vl", label="t2i", no_cache=True, backoff=0, skip_gated=True) == 0
     assert len(fake.requests) == 7
     endpoint, endpoint_records = read_out(tmp_path / "endpoint")
-    assert endpoint["metrics"] == results["metrics"] and endpoint["counts"]["gated"] == 2
+    assert endpoint["summary"] == results["summary"] and endpoint["counts"]["gated"] == 2
     same = ("scenario_id", "level", "status", "S", "S_gated", "gated", "error")
     assert [{k: r[k] for k in same} for r in records] == [{k: r[k] for k in same} for r in endpoint_records]
 

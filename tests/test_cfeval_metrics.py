@@ -251,3 +251,19 @@ def test_calibration_sweep():
         assert rows[t]["accuracy"] == pytest.approx(accuracy), t
         assert rows[t]["f1"] == pytest.approx(f1), t
     assert (rows[0.5]["tp"], rows[0.5]["fp"], rows[0.5]["fn"], rows[0.5]["tn"]) == (2, 1, 1, 1)
+
+
+def test_level_intervals_cover_the_estimates_and_are_seeded():
+    scenarios = [m.gate({"l1": 0.3 + 0.05 * k, "l2": 0.1 * (k % 5), "l3": 0.05 * (k % 7)}) for k in range(14)]
+    summary = m.model_summary([{"scenario_id": f"s{k}", "domain": "d", "level": lv, "S": v}
+                               for k, levels in enumerate(scenarios) for lv, v in levels.items()])
+    overall = summary["overall"]
+    for key in ("l1", "l2", "l3", "prr", "rrr"):
+        ci = overall["ci95"][key]
+        assert ci["low"] <= overall[key] <= ci["high"] and ci["low"] < ci["high"], key
+    assert m.level_intervals(scenarios) == m.level_intervals(scenarios)  # same seed, same interval
+    assert m.level_intervals(scenarios, seed=1) != m.level_intervals(scenarios)
+    # A bootstrap over a single scenario has no spread; no scenarios, no interval.
+    one = m.level_intervals([{"l1": 0.8, "l2": 0.4, "l3": 0.2}])
+    assert one["prr"]["low"] == one["prr"]["high"] == pytest.approx(0.4 / math.sqrt(0.8), abs=1e-6)
+    assert m.level_intervals([])["prr"] is None

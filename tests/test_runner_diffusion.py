@@ -6,6 +6,7 @@ os.environ["OMP_NUM_THREADS"] = "1"  # torch's default threads on a busy small m
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ torch.set_num_threads(1)
 from PIL import Image  # noqa: E402
 from shared_data import external  # noqa: E402
 
+from vrforge import registry  # noqa: E402
 from vrforge.registry import get_task  # noqa: E402
 from vrforge.runners import diffusion  # noqa: E402
 from vrforge.runners.diffusion import (  # noqa: E402
@@ -175,25 +177,104 @@ def test_resume_regenerates_only_missing_outputs(t2i_run, tiny_model, prompts_fi
 
 
 class _FailingPipeline:
-    """Wraps a pipeline and raises on the given call, as a crash or a kill in mid-run would."""
+    """Wraps a pipeline and raises from the given call on, as a crash or a kill in mid-run would;
+    ``max_batch`` rejects lists longer than that, like an editing pipeline that takes one image per call."""
 
-    def __init__(self, pipe, fail_on_call: int) -> None:
+    def __init__(self, pipe, fail_on_call: int, error: BaseException | None = None, max_batch: int | None = None) -> None:
         self.pipe, self.fail_on_call, self.calls = pipe, fail_on_call, 0
+        self.error = error or RuntimeError("CUDA out of memory (simulated)")
+        self.max_batch = max_batch
 
     def to(self, *args, **kwargs):
         return self
 
     def __call__(self, prompt, generator, num_inference_steps=50, height=None, width=None, output_type="pil"):
         self.calls += 1
-        if self.calls == self.fail_on_call:
-            raise RuntimeError("CUDA out of memory (simulated)")
+        if self.fail_on_call and self.calls >= self.fail_on_call:
+            raise self.error
+        if self.max_batch is not None and len(prompt) > self.max_batch:
+            raise ValueError(f"this pipeline takes {self.max_batch} image per call, got {len(prompt)}")
         return self.pipe(prompt=prompt, generator=generator, num_inference_steps=num_inference_steps, height=height,
                          width=width, output_type=output_type)
 
 
-def _config(out: Path, batch_size: int = 2) -> RunConfig:
-    return RunConfig(kind="t2i", spec=ModelSpec("tiny"), out=out, settings=CallSettings(steps=2, size=64),
-                     batch_size=batch_size, progress=False)
+def _config(out: Path, batch_size: int = 2, **changes) -> RunConfig:
+    config = RunConfig(kind="t2i", spec=ModelSpec("tiny"), out=out, settings=CallSettings(steps=2, size=64),
+                       batch_size=batch_size, progress=False)
+    return replace(config, **changes)
+
+
+@pytest.fixture(scope="module")
+def tiny_pipe(tiny_model):
+    pipe, info = load_pipeline(ModelSpec(str(tiny_model), local_files_only=True), "t2i", torch.float32)
+    pipe.set_progress_bar_config(disable=True)
+    return pipe, info
+
+
+def test_a_killed_first_run_leaves_its_settings_and_other_settings_are_refused(tiny_pipe, prompts_file, tmp_path):
+    pipe, info = tiny_pipe
+    items, out = cfworld_items(prompts_file), tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        diffusion.run(_config(out), items, pipe=_FailingPipeline(pipe, 2, KeyboardInterrupt()), model_info=info)
+    assert len(_outputs(out)) == 2  # the first batch
+    manifest = json.loads((out / MANIFEST_FILE).read_text())  # written before the first image
+    assert manifest["settings"]["seed"] == 0 and manifest["runs"][-1]["completed"] is False
+
+    with pytest.raises(diffusion.RunError, match=r"seed: 0 -> 1"):
+        diffusion.run(_config(out, seed=1), items, pipe=pipe, model_info=info)
+    with pytest.raises(diffusion.RunError, match=r"call_arguments\.num_inference_steps: 2 -> 3"):
+        diffusion.run(_config(out, settings=CallSettings(steps=3, size=64)), items, pipe=pipe, model_info=info)
+    with pytest.raises(diffusion.RunError, match=r"inputs\.prompts_sha256"):
+        diffusion.run(_config(out, input_settings={"prompts_sha256": "another"}), items, pipe=pipe, model_info=info)
+    assert len(_outputs(out)) == 2  # nothing mixed in
+
+    manifest = diffusion.run(_config(out), items, pipe=pipe, model_info=info)
+    assert [r["completed"] for r in manifest["runs"]] == [False, True]
+    assert manifest["counts"]["done"] == 6 and len(_outputs(out)) == 6
+
+    (out / MANIFEST_FILE).unlink()  # outputs whose settings nobody recorded are not resumed
+    with pytest.raises(diffusion.RunError, match="no run_manifest.json"):
+        diffusion.run(_config(out), items, pipe=pipe, model_info=info)
+
+
+def test_inputs_and_their_defaults_are_settings(tiny_model, prompts_file, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert run_cli("t2i", prompts_file, "--model", tiny_model, "--out", out, "--levels", "l1", "--limit", "1", *BASE) == 0
+    assert run_cli("t2i", prompts_file, "--model", tiny_model, "--out", out, "--levels", "l1", *BASE) == 0  # --limit grows
+    assert len(_outputs(out)) == 2
+    assert run_cli("t2i", prompts_file, "--model", tiny_model, "--out", out, "--levels", "l1", "l2", *BASE) == 2
+    assert "inputs.levels" in capsys.readouterr().err
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text(prompts_file.read_text().replace("a red cat", "a red fox"))
+    assert run_cli("t2i", edited, "--model", tiny_model, "--out", out, "--levels", "l1", *BASE) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "inputs.prompts_sha256" in err and len(_outputs(out)) == 2
+
+
+def test_tacit_input_resolution_default_is_recorded_and_compared(built, tiny_model, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "gen"
+    one = ["--tasks", "maze", "--difficulties", "easy", "--limit", "1", "--strength", "0.5"]
+    assert run_cli("tacit-generate", built, "--model", tiny_model, "--out", out, *one, *BASE) == 0
+    manifest = json.loads((out / MANIFEST_FILE).read_text())
+    assert manifest["inputs"]["input_resolution"] == 1024 and manifest["settings"]["inputs"]["input_resolution"] == 1024
+    assert manifest["items"][0]["input_resolution"] == 1024
+    assert run_cli("tacit-generate", built, "--model", tiny_model, "--out", out, "--input-resolution", "512", *one, *BASE) == 2
+    assert "inputs.input_resolution: 1024 -> 512" in capsys.readouterr().err
+    monkeypatch.setitem(registry._TASKS, "maze", replace(get_task("maze"), instruction="Draw the route."))
+    assert run_cli("tacit-generate", built, "--model", tiny_model, "--out", out, *one, *BASE) == 2
+    assert "inputs.instructions_sha256" in capsys.readouterr().err
+
+
+def test_a_pipeline_that_rejects_batches_falls_back_to_one_image_per_call(tiny_pipe, prompts_file, t2i_run, tmp_path):
+    pipe, info = tiny_pipe
+    single = _FailingPipeline(pipe, fail_on_call=0, max_batch=1)
+    manifest = diffusion.run(_config(tmp_path / "out", batch_size=3), cfworld_items(prompts_file), pipe=single, model_info=info)
+    assert single.calls == 7  # the rejected batch of 3, then six single calls
+    assert "ValueError" in manifest["runs"][-1]["batch_fallback"] and "batch of 3" in manifest["runs"][-1]["batch_fallback"]
+    assert manifest["counts"]["done"] == 6
+    reference = _outputs(t2i_run)
+    for name, data in _outputs(tmp_path / "out").items():
+        assert np.abs(_pixels(data) - _pixels(reference[name])).max() <= 1
 
 
 def test_a_failed_run_leaves_complete_files_only(tiny_model, prompts_file, tmp_path):
@@ -356,3 +437,19 @@ def test_two_processes_split_the_items_and_merge_one_manifest(tiny_model, prompt
     for name, data in _outputs(out).items():
         assert np.abs(_pixels(data) - _pixels(single[name])).max() <= 1
     assert sorted(_outputs(out)) == sorted(single)
+
+
+def test_several_images_per_prompt(tiny_model, prompts_file, t2i_run, tmp_path):
+    out = tmp_path / "out"
+    argv = ["t2i", prompts_file, "--model", tiny_model, "--out", out, "--levels", "l1", "--limit", "1", *BASE]
+    assert run_cli(*argv, "--images-per-prompt", "3") == 0
+    assert sorted(_outputs(out)) == [f"physics-optics-0001/l1_{k}.png" for k in range(3)]
+    manifest = json.loads((out / MANIFEST_FILE).read_text())
+    assert [i["id"] for i in manifest["items"]] == ["physics-optics-0001/l1", "physics-optics-0001/l1/1", "physics-optics-0001/l1/2"]
+    assert [i["sample"] for i in manifest["items"]] == [0, 1, 2] and manifest["settings"]["inputs"]["images_per_prompt"] == 3
+    images = _outputs(out)
+    assert len(set(images.values())) == 3  # three seeds, three pictures
+    # Image 0 has the one-image run's seed, so the same picture.
+    single = _outputs(t2i_run)["physics-optics-0001/l1.png"]
+    assert np.abs(_pixels(images["physics-optics-0001/l1_0.png"]) - _pixels(single)).max() <= 1
+    assert run_cli(*argv, "--images-per-prompt", "2") == 2  # another layout: refused

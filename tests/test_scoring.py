@@ -1,6 +1,7 @@
 """Scoring of the TACIT generative and discriminative tracks and the constructive-selective gap."""
 
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -25,6 +26,13 @@ from vrforge.runners.scoring import (
 RECIPE = {"name": "score-mini", "version": "0.0.1", "seed": 11, "resolutions": [512, 1024], "rows_per_shard": 100,
           "tasks": {"maze": {"count": 2, "difficulties": ["easy", "hard"]},
                     "graph_coloring": {"count": 2, "difficulties": ["easy", "hard"]}}}
+
+
+
+def cell(overall: dict) -> dict:
+    """An accuracy cell without its bootstrap interval (checked on its own)."""
+    assert overall["ci95"] is None or overall["ci95"]["low"] <= overall["accuracy"] <= overall["ci95"]["high"]
+    return {k: v for k, v in overall.items() if k != "ci95"}
 
 
 @pytest.fixture(scope="session")
@@ -90,7 +98,7 @@ def test_generative_accuracies_and_why_answers_fail(scoring_dataset, rows, model
     report = score_generative(scoring_dataset, model_output)
     s = report.summary
     assert s["track"] == "generative" and s["config_resolution"] == 1024
-    assert s["overall"] == {"n": 8, "correct": 3, "accuracy": 0.375}
+    assert cell(s["overall"]) == {"n": 8, "correct": 3, "accuracy": 0.375}
     assert s["per_task"] == {"graph_coloring": {"n": 4, "correct": 1, "accuracy": 0.25},
                              "maze": {"n": 4, "correct": 2, "accuracy": 0.5}}
     assert s["per_difficulty"] == {"easy": {"n": 4, "correct": 3, "accuracy": 0.75},
@@ -104,6 +112,11 @@ def test_generative_accuracies_and_why_answers_fail(scoring_dataset, rows, model
         if isinstance(plan, int):
             expected[rows[pid]["task"]][rows[pid]["distractor_violations"][plan]] += 1
     assert s["failed_checks"] == {task: dict(c) for task, c in expected.items()}
+    by_difficulty: dict = {"graph_coloring": {"easy": Counter(), "hard": Counter()}, "maze": {"easy": Counter(), "hard": Counter()}}
+    for pid, plan in PLAN.items():
+        if isinstance(plan, int):
+            by_difficulty[rows[pid]["task"]][rows[pid]["difficulty"]][rows[pid]["distractor_violations"][plan]] += 1
+    assert s["failed_checks_per_difficulty"] == {t: {d: dict(c) for d, c in per.items()} for t, per in by_difficulty.items()}
     assert s["missing"] == {"total": 1, "per_task": {"graph_coloring": 1}}
     assert s["unusable"]["total"] == 1 and s["unusable"]["per_task"] == {"maze": 1}
     assert s["dataset"]["name"] == "score-mini"
@@ -130,12 +143,20 @@ def test_generative_results_are_deterministic(scoring_dataset, model_output, tmp
     assert not list((tmp_path / "a").glob(".*"))  # no temporary file left behind
     lines = first[1].read_text().splitlines()
     assert len(lines) == 8 and all(json.loads(line)["id"] for line in lines)
-    assert load_report(first[0]).summary == json.loads(first[0].read_text())
+    written = json.loads(first[0].read_text())
+    assert written["kind"] == "score-generative" and written["format_version"] == 1
+    assert written["counts"] == {"items": 8, "correct": written["summary"]["overall"]["correct"]}
+    assert load_report(first[0]).summary == written["summary"]
+    flat = tmp_path / "flat" / "results.json"  # the flat summary an older version wrote still loads
+    flat.parent.mkdir()
+    flat.write_text(json.dumps(written["summary"]))
+    (flat.parent / "samples.jsonl").write_bytes(first[1].read_bytes())
+    assert load_report(flat).summary == written["summary"]
 
 
 def test_generative_task_filter_and_resolution(scoring_dataset, model_output):
     s = score_generative(scoring_dataset, model_output, tasks=["maze"], config_resolution=512).summary
-    assert s["overall"] == {"n": 4, "correct": 2, "accuracy": 0.5} and list(s["per_task"]) == ["maze"]
+    assert cell(s["overall"]) == {"n": 4, "correct": 2, "accuracy": 0.5} and list(s["per_task"]) == ["maze"]
     with pytest.raises(ScoringError, match="2048 px"):
         score_generative(scoring_dataset, model_output, config_resolution=2048)
     with pytest.raises(ScoringError, match="unknot"):
@@ -170,7 +191,7 @@ def test_discriminative_accuracies_and_rejections(scoring_dataset, rows, tmp_pat
     path.write_text(json.dumps({"results": _disc_entries(rows)}))
     report = score_discriminative(scoring_dataset, path)
     s = report.summary
-    assert s["overall"] == {"n": 5, "correct": 3, "accuracy": 0.6}
+    assert cell(s["overall"]) == {"n": 5, "correct": 3, "accuracy": 0.6}
     assert s["per_task"] == {"graph_coloring": {"n": 2, "correct": 1, "accuracy": 0.5},
                              "maze": {"n": 3, "correct": 2, "accuracy": 0.666667}}
     assert s["per_difficulty"] == {"easy": {"n": 3, "correct": 2, "accuracy": 0.666667},
@@ -204,8 +225,16 @@ def test_constructive_selective_gap(scoring_dataset, rows, model_output, tmp_pat
     disc = score_discriminative(scoring_dataset, entries=_disc_entries(rows))
     gap = constructive_selective_gap(gen, disc)
     assert gap["puzzles"] == 5 and gap["only_generative"] == 3 and gap["only_discriminative"] == 0
-    assert gap["overall"] == {"n": 5, "generative_correct": 2, "discriminative_correct": 3,
-                              "generative_accuracy": 0.4, "discriminative_accuracy": 0.6, "gap": 0.2}
+    overall = dict(gap["overall"])
+    mcnemar, ci = overall.pop("mcnemar"), overall.pop("gap_ci95")
+    assert overall == {"n": 5, "generative_correct": 2, "discriminative_correct": 3,
+                       "generative_accuracy": 0.4, "discriminative_accuracy": 0.6, "gap": 0.2}
+    assert gap["circular"] is None  # reference-format results have no rotations
+    # McNemar on the paired outcomes: the discordant pairs and the exact binomial p-value.
+    assert mcnemar["discordant"] == mcnemar["only_first"] + mcnemar["only_second"] >= 1
+    k, n = min(mcnemar["only_first"], mcnemar["only_second"]), mcnemar["discordant"]
+    assert mcnemar["p_value"] == pytest.approx(min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n), abs=1e-6)
+    assert ci["low"] <= 0.2 <= ci["high"]
     assert gap["per_task"]["graph_coloring"]["gap"] == 0.0
     assert gap["per_task"]["maze"] == {"n": 3, "generative_correct": 1, "discriminative_correct": 2,
                                        "generative_accuracy": 0.333333, "discriminative_accuracy": 0.666667,

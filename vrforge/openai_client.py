@@ -81,23 +81,35 @@ class ChatResult:
 class ChatError(Exception):
     """No usable answer after all attempts (or an error not worth retrying). The message is one line."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
         self.kind = kind
         self.message = _one_line(message)
+        self.status = status  # the HTTP status of the last attempt, when the server answered one
         super().__init__(f"{kind}: {self.message}")
 
     def __reduce__(self):  # survives pickling across worker processes
-        return (type(self), (self.kind, self.message))
+        return (type(self), (self.kind, self.message, self.status))
+
+    @property
+    def concerns_every_request(self) -> bool:
+        """True when no other request can succeed either: no connection, 401/403/404 (key,
+        permission, model or URL), 429 or a 5xx left after the retries. Any other 4xx (a request
+        too large, a bad image), a timeout and unusable answers concern this request only (callers
+        stop after many such failures in a row)."""
+        if self.kind != "http":
+            return False
+        return self.status is None or self.status in (401, 403, 404, 408, 429) or self.status >= 500
 
 
 class _AttemptFailed(Exception):
     """One attempt's failure; ``retry`` says whether another attempt may succeed."""
 
-    def __init__(self, kind: str, reason: str, retry: bool = True) -> None:
+    def __init__(self, kind: str, reason: str, retry: bool = True, status: int | None = None) -> None:
         super().__init__(reason)
         self.kind = kind
         self.reason = reason
         self.retry = retry
+        self.status = status
 
 
 def image_part(png_bytes: bytes, mime: str = "image/png") -> dict:
@@ -228,13 +240,14 @@ class ChatClient:
                 failure = exc
                 log.warning("chat attempt %d/%d failed (%s): %s", attempt + 1, attempts, exc.kind, self._redact(exc.reason))
                 if not exc.retry:
-                    raise ChatError(exc.kind, self._redact(exc.reason)) from None
+                    raise ChatError(exc.kind, self._redact(exc.reason), exc.status) from None
                 if attempt + 1 < attempts:
                     self._sleep(self.config.backoff_s * 2**attempt)
                 continue
             self._write_cache(digest, {"data": data, "raw": content, "usage": call_usage.as_dict(), "model": model})
             return ChatResult(data=data, raw=content, usage=call_usage, cached=False, request_hash=digest, model=model)
-        raise ChatError(failure.kind, self._redact(f"no usable answer after {attempts} attempts: {failure.reason}"))
+        raise ChatError(failure.kind, self._redact(f"no usable answer after {attempts} attempts: {failure.reason}"),
+                        failure.status)
 
     def _request(self, messages: list[dict], response_format: dict | None, call_usage: Usage) -> tuple[str, str]:
         """One HTTP request; returns (content, model) or raises _AttemptFailed. Counts usage either way."""
@@ -255,7 +268,7 @@ class ChatClient:
         except openai.APIStatusError as exc:
             status = exc.status_code
             retry = status == 429 or status >= 500
-            raise _AttemptFailed("http", f"HTTP {status}: {_status_detail(exc)}", retry=retry) from None
+            raise _AttemptFailed("http", f"HTTP {status}: {_status_detail(exc)}", retry=retry, status=status) from None
         except openai.APIError as exc:  # e.g. a body that is not a chat completion
             raise _AttemptFailed("malformed", f"unreadable response: {exc}") from None
         if response.usage is not None:
