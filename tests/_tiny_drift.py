@@ -85,7 +85,12 @@ def build_owlv2(folder: Path) -> Path:
 def build_sentence(folder: Path) -> Path:
     """A sentence-transformers model (BERT + mean pooling) with a word-level vocabulary, saved with save()."""
     import torch
-    from sentence_transformers import SentenceTransformer, models
+    from sentence_transformers import SentenceTransformer
+
+    try:  # sentence-transformers 6 moved the modules; older releases keep them in .models
+        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+    except ImportError:
+        from sentence_transformers.models import Pooling, Transformer
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
     from tokenizers import models as tok_models
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
@@ -102,7 +107,7 @@ def build_sentence(folder: Path) -> Path:
     BertModel(BertConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=2, max_position_embeddings=64)).save_pretrained(base)
     fast.save_pretrained(base)
-    transformer = models.Transformer(str(base), max_seq_length=64)
-    pooling = models.Pooling(transformer.get_word_embedding_dimension(), pooling_mode="mean")
+    transformer = Transformer(str(base), max_seq_length=64)
+    pooling = Pooling(32, pooling_mode="mean")
     SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(folder / "st"))
     return folder / "st"
