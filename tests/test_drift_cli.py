@@ -38,7 +38,8 @@ def tiny(tmp_path_factory) -> dict[str, Path]:
 
     work = tmp_path_factory.mktemp("tiny-drift")
     build_pipeline("sd15", work / "sd-build", tiny=True).save_pretrained(work / "sd")
-    build_tiny_llava(work / "llava", ["a photo of a red cat on the left", "a dog and a blue car", "USER: ASSISTANT: Describe this image in one sentence."])
+    corpus = ["a photo of a red cat on the left", "a dog and a blue car", "USER: ASSISTANT: Describe this image in one sentence."]
+    build_tiny_llava(work / "llava", corpus)
     return {"sd": work / "sd", "llava": work / "llava", "clip": build_clip(work / "clip"), "dino": build_dino(work / "dino"),
             "owl": build_owlv2(work / "owl"), "sentence": build_sentence(work / "sentence")}
 
@@ -144,7 +145,8 @@ def test_unified_model_from_a_file(tmp_path, inputs):
     (["run", "--pairs", "{missing}", "--steps", "2", "--unified", "x:y"], "no such pairs folder"),
     (["run", "--pairs", "{pairs}", "--steps", "0", "--unified", "x:y"], "--steps must be at least 1"),
     (["run", "--pairs", "{pairs}", "--steps", "2", "--unified", "nosuchmodule_xyz:make", "--no-score"], "cannot import"),
-    (["run", "--pairs", "{pairs}", "--steps", "2", "--generator", "{missing}", "--captioner", "x", "--no-score"], "no such model folder"),
+    (["run", "--pairs", "{pairs}", "--steps", "2", "--generator", "{missing}", "--captioner", "x", "--no-score"],
+     "no such model folder"),
     (["run", "--pairs", "{pairs}", "--steps", "2", "--unified", "x:y", "--colour-classifier", "clip", "--detector-threshold", "2"],
      "detector_threshold"),
     (["run", "--geneval", "{bad_meta}", "--steps", "2", "--unified", "x:y", "--no-score"], "unknown tag"),
@@ -163,6 +165,11 @@ def test_bad_input_is_one_line_and_exit_2(argv, needle, inputs, tmp_path, capsys
 
 
 # --------------------------------------------------------------------------- human cross-check
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
 
 
 def _scripted_run(folder: Path, inputs, kind: str) -> None:
@@ -195,7 +202,7 @@ def test_human_export_is_blinded_and_import_reports_correlation_and_asymmetry(tm
     assert drift("human-export", *[f"{n}={p}" for n, p in runs.items()], "--to", export_dir, "--seed", "3") == 0
     text = (export_dir / "ratings.csv").read_text()
     assert not any(name in text for name in ("good", "bad", "worse", "img0", "identity"))
-    rows = list(csv.DictReader(open(export_dir / "ratings.csv", encoding="utf-8")))
+    rows = _rows(export_dir / "ratings.csv")
     assert len(rows) == 3 * 2 * 3 and {r["kind"] for r in rows} == {"I2T", "T2I"}
     key_path = tmp_path / "export.key.json"
     key = json.loads(key_path.read_text())
@@ -228,7 +235,7 @@ def test_ratings_with_a_bad_label_are_refused(tmp_path, inputs, capsys):
     run = tmp_path / "one"
     _scripted_run(run, inputs, "identity")
     assert drift("human-export", run, "--to", tmp_path / "export") == 0
-    rows = list(csv.DictReader(open(tmp_path / "export" / "ratings.csv", encoding="utf-8")))
+    rows = _rows(tmp_path / "export" / "ratings.csv")
     rows[0]["rating"] = "Excellent"
     with open(tmp_path / "filled.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=human.COLUMNS)
