@@ -244,3 +244,18 @@ def test_ratings_with_a_bad_label_are_refused(tmp_path, inputs, capsys):
     capsys.readouterr()
     assert drift("human-import", "--key", tmp_path / "export.key.json", "--ratings", tmp_path / "filled.csv") == 2
     assert "Good, Medium or Poor" in capsys.readouterr().err
+
+
+def test_openai_compatible_captioner_with_a_diffusers_generator(tiny, inputs, tmp_path):
+    from fakeopenai import FakeOpenAI
+
+    out = tmp_path / "endpoint"
+    with FakeOpenAI(responder=lambda request: "a small red cat") as fake:
+        assert drift("run", "--out", out, "--pairs", inputs["pairs"], "--steps", "2", "--captioner-endpoint", fake.base_url,
+                     "--captioner-model", "fake-model", "--generator", tiny["sd"], "--gen-steps", "2", "--size", "64",
+                     "--local-files-only", "--no-score", "--quiet") == 0
+        assert len(fake.requests) == 3 + 3  # image-first step 1 and text-first step 2
+    assert (out / "pairs" / "text-first" / "gen-2.csv").read_text().splitlines()[1:] == [
+        f"img{k}.png,a small red cat" for k in range(3)]
+    manifest = json.loads((out / "drift_manifest.json").read_text())
+    assert manifest["settings"]["model"]["captioner"]["captioner"] == "openai"

@@ -328,13 +328,14 @@ def write_manifest(out: Path, settings: dict[str, Any], previous: dict[str, Any]
                    model_info: dict[str, Any], timings: ChainTimings, tracks: Sequence[Track], wall: float) -> dict[str, Any]:
     from vrforge.runners.diffusion import package_versions
 
+    # What the model reported about itself once loaded (resolved commit, pipeline class); a run with nothing
+    # left to do loads nothing, so each run keeps its own.
     run = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": steps, "wall_seconds": round(wall, 3),
-           **timings.as_dict()}
+           **timings.as_dict(), "model": model_info}
     manifest = {
         "format_version": FORMAT_VERSION,
         "settings": settings,
         "steps": max(steps, (previous or {}).get("steps", 0)),
-        "model_loaded": model_info,
         "seed_derivation": "sha256 of sorted JSON {item: '<track>/<direction>/<sample>/<step>', seed: run seed}, first 8 bytes >> 1",
         "versions": package_versions(),
         "tracks": {t.key: {"samples": len(t.ids), "steps_complete": _complete_steps(t, steps)} for t in tracks},
