@@ -17,11 +17,11 @@ pytest.importorskip("sentence_transformers")
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
 
-from _tiny_drift import build_clip, build_dino, build_owlv2, build_sentence  # noqa: E402
 from _tiny_vlm import build_tiny_llava  # noqa: E402
 from PIL import Image  # noqa: E402
 from shared_data import external  # noqa: E402
 
+from vrforge.bench.drift_tiny import build_clip, build_dino, build_owlv2, build_sentence  # noqa: E402
 from vrforge.cli import main  # noqa: E402
 from vrforge.runners.drift import human  # noqa: E402
 

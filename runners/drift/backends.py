@@ -204,6 +204,11 @@ class PairModel:
     def describe(self) -> dict[str, Any]:
         return {"kind": "pair", "captioner": describe(self.captioner), "generator": describe(self.generator)}
 
+    def load(self) -> None:
+        for part in (self.captioner, self.generator):
+            if hasattr(part, "load"):
+                part.load()
+
     def caption(self, image: Image.Image) -> str:
         return caption_batch(self.captioner, [image])[0]
 

@@ -69,7 +69,16 @@ class Scorers:
     colours: Any = None  # geneval.ColourClassifier
     vocabulary: list[str] = field(default_factory=list)
     threshold: float = 0.1
-    timings: dict[str, float] = field(default_factory=lambda: {"embed_seconds": 0.0, "detect_seconds": 0.0})
+    timings: dict[str, float] = field(default_factory=lambda: {"load_seconds": 0.0, "embed_seconds": 0.0, "detect_seconds": 0.0})
+
+    def preload(self, names: Sequence[str]) -> None:
+        """Load the named models now, so model loading is timed apart from embedding and detection."""
+        t0 = time.perf_counter()
+        for name in names:
+            model = getattr(self, name)
+            if callable(getattr(model, "load", None)):
+                model.load()
+        self.timings["load_seconds"] += time.perf_counter() - t0
 
 
 def chain_length(root: Path, direction: str) -> int:

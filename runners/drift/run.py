@@ -99,6 +99,8 @@ def score_run(out: Path, scorers: metrics.Scorers, *, name: str | None = None, s
                                "scoring": scoring, "mcd": None, "mgg": None}
     samples: list[dict[str, Any]] = []
     lengths = []
+    scorers.preload([*(["text", "image", "clip"] if (out / "pairs").is_dir() else []),
+                     *(["detector", "clip"] if (out / "geneval").is_dir() else [])])
     if (out / "pairs").is_dir():
         summary, records = metrics.score_pairs(out / "pairs", scorers, steps)
         results["mcd"] = summary

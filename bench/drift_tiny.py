@@ -1,4 +1,4 @@
-"""Tiny random-weight scoring models for the drift tests, built offline from configs and saved to folders:
+"""Tiny random-weight scoring models for the drift tests and benchmark, built offline from configs and saved to folders:
 CLIP (text + image), DINOv2, OWLv2 (transformers) and a sentence-transformers BERT embedder."""
 
 from __future__ import annotations
