@@ -69,7 +69,8 @@ class Scorers:
     colours: Any = None  # geneval.ColourClassifier
     vocabulary: list[str] = field(default_factory=list)
     threshold: float = 0.1
-    timings: dict[str, float] = field(default_factory=lambda: {"load_seconds": 0.0, "embed_seconds": 0.0, "detect_seconds": 0.0})
+    timings: dict[str, float] = field(default_factory=lambda: {"load_seconds": 0.0, "embed_seconds": 0.0, "embedded": 0,
+                                                                "detect_seconds": 0.0, "detected": 0})
 
     def preload(self, names: Sequence[str]) -> None:
         """Load the named models now, so model loading is timed apart from embedding and detection."""
@@ -120,6 +121,7 @@ def _embed(scorers: Scorers, which: str, kind: str, values: Sequence[Any]) -> np
     t0 = time.perf_counter()
     vectors = model.embed_texts(list(values)) if kind == "text" else model.embed_images(list(values))
     scorers.timings["embed_seconds"] += time.perf_counter() - t0
+    scorers.timings["embedded"] += len(values)
     return np.asarray(vectors, dtype=np.float32)
 
 
@@ -230,13 +232,14 @@ def score_geneval(root: Path, specs: dict[str, dict[str, Any]], scorers: Scorers
         images = [read_image(folder, i) for i in ids]
         present = [k for k, im in enumerate(images) if im is not None]
         queries = [list(dict.fromkeys(spec_classes(specs[ids[k]]) + scorers.vocabulary)) for k in present]
+        styles = _style_labels(scorers, [images[k] for k in present]) if scorers.clip is not None and present else []
         t0 = time.perf_counter()
         found = scorers.detector.detect([images[k] for k in present], queries) if present else []
-        styles = _style_labels(scorers, [images[k] for k in present]) if scorers.clip is not None and present else []
         results = {}
         for position, k in enumerate(present):
             results[k] = check_spec(specs[ids[k]], images[k], found[position], scorers.colours, threshold=scorers.threshold)
         scorers.timings["detect_seconds"] += time.perf_counter() - t0
+        scorers.timings["detected"] += len(present)
         counts = dict.fromkeys(FAILURE_KINDS, 0)
         passed_by_tag: dict[str, list[bool]] = {t: [] for t in tags}
         for k, sample_id in enumerate(ids):
