@@ -248,3 +248,36 @@ def test_missing_outputs_count_as_zero_not_dropped(tmp_path):
     assert results["mcd"]["relations"]["text-image"]["missing"] == 1
     assert results["mcd"]["relations"]["text-image"]["mcd"] == pytest.approx(0.75, abs=1e-6)
     assert results["mgg"]["per_task"]["single_object"]["1"] == 0.0
+
+
+class _StyleClip:
+    """Style prompts are axes 0-4; a bright image reads as the first style (a photograph), a dark one as the second."""
+
+    def embed_texts(self, texts):
+        return np.stack([np.eye(8)[metrics.STYLES.index(t) if t in metrics.STYLES else 7] for t in texts]).astype(np.float32)
+
+    def embed_images(self, images):
+        return np.stack([np.eye(8)[0 if np.asarray(im).mean() > 100 else 1] for im in images]).astype(np.float32)
+
+
+class _DarkeningModel:
+    """Each round trip darkens the picture (the brightness carries the number of captions so far)."""
+
+    def caption(self, image):
+        return " ".join(["again"] * (round((200 - np.asarray(image).mean()) / 60) + 1))
+
+    def generate(self, text, seed):
+        return Image.new("RGB", (16, 16), (200 - 60 * len(text.split()),) * 3)
+
+    def describe(self):
+        return {"kind": "scripted-darkening"}
+
+
+def test_a_style_change_is_counted_at_its_step(tmp_path):
+    pairs = [PairSample(f"s{k}", "again", Image.new("RGB", (16, 16), (200, 200, 200))) for k in range(2)]
+    _run(tmp_path, _DarkeningModel(), steps=6, pairs=pairs)
+    embedder = LookupEmbedder()
+    results = score_run(tmp_path, metrics.Scorers(text=embedder, image=embedder, clip=_StyleClip()), plots=False)
+    assert results["mcd"]["style_changes_per_step"] == {"4": 2, "6": 2}
+    record = json.loads((tmp_path / "samples.jsonl").read_text().splitlines()[0])
+    assert record["style_changed"] == {"4": "a photograph -> a cartoon", "6": "a photograph -> a cartoon"}

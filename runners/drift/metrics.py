@@ -180,6 +180,11 @@ def score_pairs(root: Path, scorers: Scorers, steps: int | None = None) -> tuple
                                "complete": len(relations) == len(RELATIONS), "samples": len(samples)}
     if scorers.clip is not None and IMAGE_FIRST in available:
         _pair_styles(root, scorers, available[IMAGE_FIRST] if steps is None else min(steps, available[IMAGE_FIRST]), samples)
+        changed: dict[str, int] = {}
+        for record in samples.values():
+            for step in record.get("style_changed", {}):
+                changed[step] = changed.get(step, 0) + 1
+        summary["style_changes_per_step"] = dict(sorted(changed.items(), key=lambda kv: int(kv[0])))
     return summary, samples
 
 
