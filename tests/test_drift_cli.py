@@ -110,7 +110,8 @@ def test_rerun_resumes_with_nothing_to_do_and_scores_the_same(tiny_run, tiny, in
 
 def test_score_and_table_commands(tiny_run, tiny, tmp_path, capsys):
     assert drift("score", tiny_run, "--steps", "2", "--text-embedder", tiny["sentence"], "--image-embedder", tiny["dino"],
-                 "--clip", tiny["clip"], "--detector", tiny["owl"], "--local-files-only", "--name", "tiny", "--no-plots") == 0
+                 "--clip", tiny["clip"], "--detector", tiny["owl"], "--local-files-only", "--name", "tiny", "--no-plots",
+                 "--quiet") == 0
     results = json.loads((tiny_run / "results.json").read_text())
     assert results["steps"] == 2 and results["name"] == "tiny" and results["mgg"]["image_steps"] == [1]
     capsys.readouterr()
@@ -121,6 +122,26 @@ def test_score_and_table_commands(tiny_run, tiny, tmp_path, capsys):
     assert text.startswith("| model | MCDavg | MGG |") and "| tiny |" in text
     if paper.is_file():
         assert "| BAGEL (paper) | 0.4414 | 78.2 |" in text
+
+
+def test_a_crashing_model_is_one_line_and_exit_1_with_the_finished_steps_kept(tmp_path, inputs, capsys):
+    plugin = tmp_path / "crash.py"
+    plugin.write_text(
+        "from PIL import Image\n"
+        "class Crash:\n"
+        "    def caption(self, image):\n"
+        "        raise RuntimeError('CUDA out of memory\\nmore detail')\n"
+        "    def generate(self, text, seed):\n"
+        "        return Image.new('RGB', (8, 8))\n"
+        "def make():\n"
+        "    return Crash()\n", encoding="utf-8")
+    out = tmp_path / "crash"
+    assert drift("run", "--out", out, "--pairs", inputs["pairs"], "--steps", "2", "--unified", f"{plugin}:make",
+                 "--no-score", "--quiet") == 1
+    err = capsys.readouterr().err.strip()
+    assert "RuntimeError: CUDA out of memory" in err and len(err.splitlines()) == 1
+    assert len(list((out / "pairs" / "text-first" / "gen-1").glob("*.png"))) == 3  # step 1 of the text-first chain
+    assert json.loads((out / "drift_manifest.json").read_text())["runs"][-1]["images"] == 3
 
 
 def test_unified_model_from_a_file(tmp_path, inputs):

@@ -134,7 +134,8 @@ def _identity_setup():
     return pairs, geneval, model, embedder
 
 
-def test_identity_chain_scores_mcd_1_and_mgg_equal_to_single_step(tmp_path):
+def test_identity_chain_scores_mcd_1_and_mgg_equal_to_single_step(tmp_path, monkeypatch):
+    monkeypatch.setattr(metrics, "CHUNK", 3)  # outputs are read in chunks: 4 pairs and 6 prompts cross their edges
     pairs, geneval, model, embedder = _identity_setup()
     _run(tmp_path, model, steps=8, pairs=pairs, geneval=geneval)
     results = score_run(tmp_path, _scorers(embedder), plots=False)
@@ -239,7 +240,8 @@ def test_scoring_twice_gives_identical_report_files(tmp_path):
         assert first == {n: (folder / n).read_bytes() for n in first}
 
 
-def test_missing_outputs_count_as_zero_not_dropped(tmp_path):
+def test_missing_outputs_count_as_zero_not_dropped(tmp_path, monkeypatch):
+    monkeypatch.setattr(metrics, "CHUNK", 3)
     pairs, geneval, model, embedder = _identity_setup()
     _run(tmp_path, model, steps=2, pairs=pairs, geneval=geneval)
     (tmp_path / "pairs" / "text-first" / "gen-1" / "s0.png").unlink()

@@ -53,6 +53,7 @@ from vrforge.runners.drift.chain import (
 )
 from vrforge.runners.drift.geneval import FAILURE_KINDS, check_spec, spec_classes
 
+CHUNK = 64  # outputs decoded at once while scoring: memory stays bounded at any run size
 RELATIONS = ("text-text", "text-image", "image-image", "image-text")
 RELATION_CHAIN = {"text-text": TEXT_FIRST, "text-image": TEXT_FIRST, "image-image": IMAGE_FIRST, "image-text": IMAGE_FIRST}
 STYLES = ("a photograph", "a cartoon", "a painting", "a pencil sketch", "a 3D render")
@@ -69,6 +70,7 @@ class Scorers:
     colours: Any = None  # geneval.ColourClassifier
     vocabulary: list[str] = field(default_factory=list)
     threshold: float = 0.1
+    progress: bool = False
     timings: dict[str, float] = field(default_factory=lambda: {"load_seconds": 0.0, "embed_seconds": 0.0, "embedded": 0,
                                                                 "detect_seconds": 0.0, "detected": 0})
 
@@ -137,6 +139,23 @@ def _style_labels(scorers: Scorers, images: Sequence[Image.Image]) -> list[str]:
     return [STYLES[int(i)] for i in np.argmax(vectors @ prompts.T, axis=1)]
 
 
+def _embed_step(scorers: Scorers, which: str, kind: str, root: Path, direction: str, step: int,
+                ids: Sequence[str]) -> tuple[np.ndarray | None, np.ndarray]:
+    """Embeddings of one step's outputs (zeros where missing) and the mask of those present, read in chunks."""
+    vectors: np.ndarray | None = None
+    present = np.zeros(len(ids), dtype=bool)
+    for start in range(0, len(ids), CHUNK):
+        values = _load(root, direction, step, ids[start:start + CHUNK])
+        keep = [start + k for k, v in enumerate(values) if v is not None]
+        if keep:
+            part = _embed(scorers, which, kind, [values[k - start] for k in keep])
+            if vectors is None:
+                vectors = np.zeros((len(ids), part.shape[1]), dtype=np.float32)
+            vectors[keep] = part
+            present[keep] = True
+    return vectors, present
+
+
 def score_pairs(root: Path, scorers: Scorers, steps: int | None = None) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """MCD of a pairs folder: (summary, per-sample records)."""
     available = {d: chain_length(root, d) for d in (TEXT_FIRST, IMAGE_FIRST) if (root / d).is_dir()}
@@ -152,26 +171,25 @@ def score_pairs(root: Path, scorers: Scorers, steps: int | None = None) -> tuple
             continue
         length = available[direction] if steps is None else min(steps, available[direction])
         ids = origin_ids(root, direction)
-        origins = _load(root, direction, 0, ids)
-        if any(o is None for o in origins):
+        base, found = _embed_step(scorers, which, origin_kind, root, direction, 0, ids)
+        if base is None or not found.all():
             raise UserError(f"{root / direction}: an original is missing")
-        base = _embed(scorers, which, origin_kind, origins)
         curve: dict[str, float] = {}
         missing = 0
-        for step in range(1, length + 1):
-            if modality(direction, step) != step_kind:
-                continue
-            values = _load(root, direction, step, ids)
-            present = [k for k, v in enumerate(values) if v is not None]
+        scored_steps = [k for k in range(1, length + 1) if modality(direction, k) == step_kind]
+        bar = _bar(scorers, len(scored_steps) * len(ids), f"MCD {relation}")
+        for step in scored_steps:
+            vectors, present = _embed_step(scorers, which, step_kind, root, direction, step, ids)
             sims = np.zeros(len(ids), dtype=np.float64)
-            if present:
-                vectors = _embed(scorers, which, step_kind, [values[k] for k in present])
-                sims[present] = np.sum(base[present].astype(np.float64) * vectors.astype(np.float64), axis=1)
-            missing += len(ids) - len(present)
+            if vectors is not None:
+                sims = np.sum(base.astype(np.float64) * vectors.astype(np.float64), axis=1) * present
+            missing += int(len(ids) - present.sum())
             curve[str(step)] = float(np.mean(sims))
             for k, sample_id in enumerate(ids):
                 record = samples.setdefault(sample_id, {"track": "pairs", "id": sample_id, "similarity": {}})
                 record["similarity"].setdefault(relation, {})[str(step)] = round(float(sims[k]), 6)
+            bar.update(len(ids))
+        bar.close()
         if curve:
             relations[relation] = {"curve": _rounded(curve), "mcd": round(float(np.mean(list(curve.values()))), 6),
                                    "steps": len(curve), "missing": missing}
@@ -190,13 +208,19 @@ def score_pairs(root: Path, scorers: Scorers, steps: int | None = None) -> tuple
 
 def _pair_styles(root: Path, scorers: Scorers, length: int, samples: dict[str, dict[str, Any]]) -> None:
     ids = origin_ids(root, IMAGE_FIRST)
-    reference = _style_labels(scorers, _load(root, IMAGE_FIRST, 0, ids))
+    prompts = _embed(scorers, "clip", "text", list(STYLES))
+
+    def labels(step: int) -> list[str | None]:
+        vectors, present = _embed_step(scorers, "clip", "image", root, IMAGE_FIRST, step, ids)
+        if vectors is None:
+            return [None] * len(ids)
+        best = np.argmax(vectors @ prompts.T, axis=1)
+        return [STYLES[int(b)] if p else None for b, p in zip(best, present)]
+
+    reference = labels(0)
     for step in range(2, length + 1, 2):
-        values = _load(root, IMAGE_FIRST, step, ids)
-        present = [k for k, v in enumerate(values) if v is not None]
-        labels = _style_labels(scorers, [values[k] for k in present]) if present else []
-        for k, label in zip(present, labels):
-            if label != reference[k]:
+        for k, label in enumerate(labels(step)):
+            if label is not None and label != reference[k]:
                 record = samples.setdefault(ids[k], {"track": "pairs", "id": ids[k], "similarity": {}})
                 record.setdefault("style_changed", {})[str(step)] = f"{reference[k]} -> {label}"
 
@@ -232,26 +256,32 @@ def score_geneval(root: Path, specs: dict[str, dict[str, Any]], scorers: Scorers
                    "lost_at": None, "lost_kind": None} for i in ids}
     first_style: dict[str, str] = {}
     image_steps = [k for k in range(1, length + 1) if modality(TEXT_FIRST, k) == "image"]
+    bar = _bar(scorers, len(image_steps) * len(ids), "MGG")
     for step in image_steps:
         folder = image_folder(root, TEXT_FIRST, step)
-        images = [read_image(folder, i) for i in ids]
-        present = [k for k, im in enumerate(images) if im is not None]
-        queries = [list(dict.fromkeys(spec_classes(specs[ids[k]]) + scorers.vocabulary)) for k in present]
-        styles = _style_labels(scorers, [images[k] for k in present]) if scorers.clip is not None and present else []
-        t0 = time.perf_counter()
-        found = scorers.detector.detect([images[k] for k in present], queries) if present else []
-        results = {}
-        for position, k in enumerate(present):
-            results[k] = check_spec(specs[ids[k]], images[k], found[position], scorers.colours, threshold=scorers.threshold)
-        scorers.timings["detect_seconds"] += time.perf_counter() - t0
-        scorers.timings["detected"] += len(present)
+        results: dict[int, Any] = {}
+        styles: dict[int, str] = {}
+        for start in range(0, len(ids), CHUNK):
+            loaded = {k: read_image(folder, ids[k]) for k in range(start, min(start + CHUNK, len(ids)))}
+            images = {k: im for k, im in loaded.items() if im is not None}
+            present = sorted(images)
+            if scorers.clip is not None and present:
+                styles.update(zip(present, _style_labels(scorers, [images[k] for k in present])))
+            queries = [list(dict.fromkeys(spec_classes(specs[ids[k]]) + scorers.vocabulary)) for k in present]
+            t0 = time.perf_counter()
+            found = scorers.detector.detect([images[k] for k in present], queries) if present else []
+            for k, detections in zip(present, found):
+                results[k] = check_spec(specs[ids[k]], images[k], detections, scorers.colours, threshold=scorers.threshold)
+            scorers.timings["detect_seconds"] += time.perf_counter() - t0
+            scorers.timings["detected"] += len(present)
+            bar.update(min(CHUNK, len(ids) - start))
         counts = dict.fromkeys(FAILURE_KINDS, 0)
         passed_by_tag: dict[str, list[bool]] = {t: [] for t in tags}
         for k, sample_id in enumerate(ids):
             result = results.get(k) or check_spec(specs[sample_id], None, [], None)
             entry = result.as_dict()
-            if k in results and styles:
-                style = styles[present.index(k)]
+            if k in styles:
+                style = styles[k]
                 first_style.setdefault(sample_id, style)
                 entry["style"] = style
                 if style != first_style[sample_id]:
@@ -267,6 +297,7 @@ def score_geneval(root: Path, specs: dict[str, dict[str, Any]], scorers: Scorers
             per_task[tag][str(step)] = float(np.mean(passed_by_tag[tag]))
         per_step[str(step)] = float(np.mean([per_task[t][str(step)] for t in tags]))
         kinds_per_step[str(step)] = counts
+    bar.close()
     survival = {str(k): round(float(np.mean([s["lost_at"] is None or s["lost_at"] > k for s in samples.values()])), 6)
                 for k in image_steps}
     summary = {
@@ -281,6 +312,12 @@ def score_geneval(root: Path, specs: dict[str, dict[str, Any]], scorers: Scorers
         "samples": len(ids), "image_steps": image_steps,
     }
     return summary, samples
+
+
+def _bar(scorers: Scorers, total: int, desc: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="item", disable=not scorers.progress, dynamic_ncols=True)
 
 
 def _count(values: Sequence[str]) -> dict[str, int]:

@@ -67,7 +67,8 @@ class ScoringConfig:
             raise UserError(f"vocabulary must be specs, none or a file of names, got {self.vocabulary!r}")
 
 
-def build_scorers(config: ScoringConfig, out: Path | None, specs: dict[str, dict[str, Any]] | None = None) -> metrics.Scorers:
+def build_scorers(config: ScoringConfig, out: Path | None, specs: dict[str, dict[str, Any]] | None = None,
+                  progress: bool = False) -> metrics.Scorers:
     """The models the config names (loaded on first use) over one shared cache in ``out``."""
     cache = EmbeddingCache(out / CACHE_FILE if out is not None and config.cache else None)
     common = {"device": config.device, "local_files_only": config.local_files_only, "batch_size": config.batch_size,
@@ -85,7 +86,7 @@ def build_scorers(config: ScoringConfig, out: Path | None, specs: dict[str, dict
         detector=Owlv2Detector(config.detector, device=config.device, local_files_only=config.local_files_only,
                                threshold=config.detector_threshold, batch_size=min(8, config.batch_size)),
         colours=ClipColourClassifier(clip) if config.colour_classifier == "clip" else PixelColourClassifier(),
-        vocabulary=names, threshold=config.detector_threshold)
+        vocabulary=names, threshold=config.detector_threshold, progress=progress)
 
 
 def score_run(out: Path, scorers: metrics.Scorers, *, name: str | None = None, steps: int | None = None,

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vrforge.errors import EXIT_INTERRUPTED, UserError
+from vrforge.errors import EXIT_FAIL, EXIT_INTERRUPTED, UserError
 
 
 def _scoring_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,6 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     q.add_argument("--steps", type=int, help="score only the first N steps")
     q.add_argument("--geneval-metadata", type=Path, help="GenEval metadata when geneval/ has no specs.jsonl")
     q.add_argument("--local-files-only", action="store_true")
+    q.add_argument("--quiet", action="store_true", help="no progress bar")
     _scoring_arguments(q)
 
     q = sub.add_parser("table", help="scored runs side by side (MCDavg, MGG, the four relations), with the paper's rows")
@@ -111,6 +112,15 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("vrforge drift: interrupted; finished steps are kept, run the same command to resume", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a model crash: what was finished is on disk, the cause in one line
+        if args.drift_command not in ("run", "score"):
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0]
+        print(f"vrforge drift {args.drift_command}: error: {exc.__class__.__name__}: {first}; finished steps are kept, "
+              "run the same command to resume", file=sys.stderr)
+        return EXIT_FAIL
 
 
 def _scoring_config(args: argparse.Namespace) -> Any:
@@ -192,7 +202,7 @@ def _run(args: argparse.Namespace) -> int:
     if config is None:
         return 0
     specs = {s.id: s.spec for s in geneval} if geneval else None
-    scorers = build_scorers(config, args.out, specs)
+    scorers = build_scorers(config, args.out, specs, progress=not args.quiet)
     results = score_run(args.out, scorers, name=args.name, steps=args.steps, specs=specs, scoring=config_dict(config),
                         paper_table=args.paper_table, plots=not args.no_plots)
     _print_summary(results, args.out)
@@ -221,7 +231,7 @@ def _score(args: argparse.Namespace) -> int:
     specs = None
     if (args.folder / "geneval").is_dir():
         specs = metrics.read_specs(args.folder / "geneval", args.geneval_metadata)
-    scorers = build_scorers(config, args.folder, specs)
+    scorers = build_scorers(config, args.folder, specs, progress=not args.quiet)
     results = score_run(args.folder, scorers, name=args.name, steps=args.steps, specs=specs, scoring=config_dict(config),
                         paper_table=args.paper_table, plots=not args.no_plots)
     _print_summary(results, args.folder)
