@@ -280,3 +280,15 @@ def test_openai_compatible_captioner_with_a_diffusers_generator(tiny, inputs, tm
         f"img{k}.png,a small red cat" for k in range(3)]
     manifest = json.loads((out / "drift_manifest.json").read_text())
     assert manifest["settings"]["model"]["captioner"]["captioner"] == "openai"
+
+
+@pytest.mark.slow
+def test_tiny_pair_g20_end_to_end(tiny, inputs, tmp_path):
+    out = tmp_path / "g20"
+    assert drift("run", "--out", out, "--pairs", inputs["pairs"], "--geneval", inputs["geneval"], "--steps", "20",
+                 *_model_args(tiny)) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["steps"] == 20
+    assert all(len(r["curve"]) == 10 for r in results["mcd"]["relations"].values())
+    assert results["mgg"]["image_steps"] == list(range(1, 20, 2))
+    assert (out / "pairs" / "text-first" / "gen-20.csv").is_file() and (out / "pairs" / "image-first" / "gen-20").is_dir()

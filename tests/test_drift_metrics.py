@@ -283,3 +283,36 @@ def test_a_style_change_is_counted_at_its_step(tmp_path):
     assert results["mcd"]["style_changes_per_step"] == {"4": 2, "6": 2}
     record = json.loads((tmp_path / "samples.jsonl").read_text().splitlines()[0])
     assert record["style_changed"] == {"4": "a photograph -> a cartoon", "6": "a photograph -> a cartoon"}
+
+
+def test_a_folder_laid_out_by_another_tool_is_scored_with_the_metadata_file(tmp_path):
+    pairs, geneval, model, embedder = _identity_setup()
+    _run(tmp_path, DroppingModel(), steps=6, geneval=geneval)
+    (tmp_path / chain.MANIFEST_FILE).unlink()
+    (tmp_path / "geneval" / chain.SPECS_FILE).unlink()
+    with pytest.raises(UserError, match="--geneval-metadata"):
+        metrics.read_specs(tmp_path / "geneval")
+    metadata = tmp_path / "meta.jsonl"
+    metadata.write_text("".join(json.dumps(spec) + "\n" for spec in SPECS))
+    specs = metrics.read_specs(tmp_path / "geneval", metadata)
+    results = score_run(tmp_path, _scorers(embedder), specs=specs, plots=False)
+    assert results["model"] is None and results["mgg"]["survival"] == {"1": 1.0, "3": 1.0, "5": 0.5}
+
+
+def test_the_public_scorers_readers_line_up_our_files(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pairs, geneval, model, _ = _identity_setup()
+    _run(tmp_path, model, steps=4, pairs=pairs, geneval=geneval)
+    root = tmp_path / "pairs"
+    # its open_annotation_file: read (latin1), sort by filename; captions of every step align with gen-0's
+    frames = {k: pd.read_csv(root / "text-first" / f"gen-{k}.csv", encoding="latin1").sort_values(by="filename")
+              for k in (0, 2, 4)}
+    assert all(list(f["filename"]) == list(frames[0]["filename"]) for f in frames.values())
+    for name in frames[0]["filename"]:  # its open_image: the file name without .png, then .png
+        assert (root / "text-first" / "gen-3" / (name.replace(".png", "") + ".png")).is_file()
+    first = pd.read_csv(root / "image-first" / "gen-1.csv", encoding="latin1").sort_values(by="filename")
+    for name in first["filename"]:
+        assert (root / "image-first" / "gen-0" / name).is_file() and (root / "image-first" / "gen-2" / name).is_file()
+    # its MGG: imagedir + f"gen-{gen}", then f"{idx}.png" with idx the metadata line
+    imagedir = str(tmp_path / "geneval" / "text-first") + "/"
+    assert all(Path(imagedir + "gen-1", f"{idx}.png").is_file() for idx in range(len(SPECS)))

@@ -331,13 +331,14 @@ def check_manifest(out: Path, settings: dict[str, Any]) -> dict[str, Any] | None
 
 
 def write_manifest(out: Path, settings: dict[str, Any], previous: dict[str, Any] | None, *, steps: int,
-                   model_info: dict[str, Any], timings: ChainTimings, tracks: Sequence[Track], wall: float) -> dict[str, Any]:
+                   model_info: dict[str, Any], timings: ChainTimings, tracks: Sequence[Track], wall: float,
+                   inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     from vrforge.runners.diffusion import package_versions
 
     # What the model reported about itself once loaded (resolved commit, pipeline class); a run with nothing
     # left to do loads nothing, so each run keeps its own.
     run = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": steps, "wall_seconds": round(wall, 3),
-           **timings.as_dict(), "model": model_info}
+           **timings.as_dict(), "model": model_info, "inputs": inputs or {}}
     manifest = {
         "format_version": FORMAT_VERSION,
         "settings": settings,

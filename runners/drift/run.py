@@ -133,8 +133,9 @@ def run_drift(out: Path, model: Any, *, pairs: list[PairSample] | None, geneval:
     """Run (or resume) the chains; returns the manifest and this run's timings."""
     if not pairs and not geneval:
         raise UserError("give pairs (--pairs) and/or GenEval prompts (--geneval)")
-    settings = {"model": model_settings, "seed": seed, "inputs": inputs,
-                "inputs_digest": chain.inputs_digest(pairs, geneval)}
+    # The inputs are compared by content (a digest), not by the paths they were named with.
+    settings = {"model": model_settings, "seed": seed, "inputs_digest": chain.inputs_digest(pairs, geneval),
+                "samples": {"pairs": len(pairs or []), "geneval": len(geneval or [])}}
     previous = chain.check_manifest(out, settings)
     tracks = chain.plan_tracks(out, pairs, geneval)
     out.mkdir(parents=True, exist_ok=True)
@@ -146,7 +147,7 @@ def run_drift(out: Path, model: Any, *, pairs: list[PairSample] | None, geneval:
     finally:
         loaded = model.describe() if hasattr(model, "describe") else {}
         chain.write_manifest(out, settings, previous, steps=steps, model_info=loaded, timings=timings, tracks=tracks,
-                             wall=time.perf_counter() - started)
+                             wall=time.perf_counter() - started, inputs=inputs)
     manifest = json.loads((out / chain.MANIFEST_FILE).read_text(encoding="utf-8"))
     return manifest, timings
 
