@@ -304,10 +304,12 @@ def run_chains(tracks: Sequence[Track], model: Any, *, steps: int, seed: int, ba
                             handle.flush()
                             os.fsync(handle.fileno())
                     bar.update(len(batch))
-                if modality(track.direction, step) == "text" and not text_file(track.root, track.direction, step).is_file():
-                    captions_by_id = _read_journal(journal_file(track.root, track.direction, step))
-                    write_captions(text_file(track.root, track.direction, step),
-                                   [(f"{i}.png", captions_by_id[i]) for i in track.ids])
+                if modality(track.direction, step) == "text":
+                    if not text_file(track.root, track.direction, step).is_file():
+                        captions_by_id = _read_journal(journal_file(track.root, track.direction, step))
+                        write_captions(text_file(track.root, track.direction, step),
+                                       [(f"{i}.png", captions_by_id[i]) for i in track.ids])
+                    # also a journal left by a kill between writing the CSV and removing it
                     journal_file(track.root, track.direction, step).unlink(missing_ok=True)
     finally:
         bar.close()
