@@ -135,10 +135,14 @@ class RandomModel:
 
     words = ("stone", "river", "lamp", "cloud", "violin", "tower", "garden", "engine", "mirror", "forest")
 
-    def __init__(self, size: int = 32, fail_after: int | None = None) -> None:
+    def __init__(self, size: int = 32, fail_after: int | None = None, fail_after_captions: int | None = None) -> None:
         self.size, self.fail_after, self.generated = size, fail_after, 0
+        self.fail_after_captions, self.captioned = fail_after_captions, 0
 
     def caption(self, image: Image.Image) -> str:
+        if self.fail_after_captions is not None and self.captioned >= self.fail_after_captions:
+            raise KeyboardInterrupt
+        self.captioned += 1
         seed = int(image_digest(image)[:12], 16)
         rng = np.random.Generator(np.random.PCG64(seed))
         return " ".join(self.words[int(i)] for i in rng.integers(0, len(self.words), 6))

@@ -219,6 +219,22 @@ def test_interrupted_chain_resumes_at_its_step_with_identical_files(tmp_path):
     assert _tree(other)["pairs/text-first/gen-1/s0.png"] != _tree(whole)["pairs/text-first/gen-1/s0.png"]
 
 
+def test_a_chain_killed_while_captioning_resumes_from_its_journal(tmp_path):
+    pairs = _pairs(5)
+    whole, broken = tmp_path / "whole", tmp_path / "broken"
+    _run(whole, RandomModel(), steps=4, pairs=pairs)
+    with pytest.raises(KeyboardInterrupt):  # image-first step 1: 3 of 5 captions written
+        _run(broken, RandomModel(fail_after_captions=3), steps=4, pairs=pairs, batch_size=1)
+    journal = chain.journal_file(broken / "pairs", "image-first", 1)
+    assert len(journal.read_text().splitlines()) == 3 and not (broken / "pairs" / "image-first" / "gen-1.csv").exists()
+    with open(journal, "a") as handle:
+        handle.write('{"id": "s3", "capt')  # a line torn by the kill
+    model = RandomModel()
+    _run(broken, model, steps=4, pairs=pairs, batch_size=2)
+    assert model.captioned == 2 + 5 + 5 + 5  # the two missing captions of step 1, then steps 2 (text-first), 3 and 4
+    assert _tree(broken) == _tree(whole) and not journal.exists()
+
+
 def test_a_folder_made_with_other_settings_is_refused(tmp_path):
     pairs = _pairs(2)
     _run(tmp_path, RandomModel(), steps=2, pairs=pairs)

@@ -136,6 +136,15 @@ def _read_journal(path: Path) -> dict[str, str]:
     return done
 
 
+def _torn(path: Path) -> bool:
+    """Does the journal end inside a line (the process was killed while writing it)?"""
+    if not path.is_file() or path.stat().st_size == 0:
+        return False
+    with open(path, "rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) != b"\n"
+
+
 # --------------------------------------------------------------------------- tracks
 
 
@@ -298,7 +307,10 @@ def run_chains(tracks: Sequence[Track], model: Any, *, steps: int, seed: int, ba
                             raise UserError(f"the model's caption gave {len(captions)} outputs for {len(batch)} images, or not text")
                         journal = journal_file(track.root, track.direction, step)
                         journal.parent.mkdir(parents=True, exist_ok=True)
+                        torn = _torn(journal)
                         with open(journal, "a", encoding="utf-8") as handle:
+                            if torn:  # a line cut by a kill: end it, so the next line stays whole
+                                handle.write("\n")
                             for sample_id, caption in zip(batch, captions):
                                 handle.write(json.dumps({"id": sample_id, "caption": caption}, ensure_ascii=False) + "\n")
                             handle.flush()
