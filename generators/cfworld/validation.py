@@ -388,17 +388,20 @@ def validate_scenario(scenario: Scenario, law: Law | None = None, existing: Iter
     return reasons
 
 
-# States a judge cannot see in a picture: a question naming one is not a visual check.
-NON_VISUAL_STATES = NON_VISUAL | frozenset({"hot", "warm", "cold", "temperature"})
+# A felt temperature stated as the fact to check ("the pan is hot"); "hot water" or "white-hot" only names a thing.
+FELT_STATE = re.compile(r"\b(?:is|are|was|were|feels?|felt|becomes?|gets?|stays?|remains?)\s+(?:very\s+|too\s+|still\s+)?"
+                        r"(hot|warm|cold|cool|chilly|freezing)\b(?!-)")
 
 
 def check_question_visibility(scenario: Scenario) -> list[str]:
-    """Assessment-point and logic questions ask only about what a picture can show."""
+    """Assessment-point and logic questions ask only about what a picture can show: no sense but sight
+    (``NON_VISUAL``) and no felt temperature as the fact to check."""
     reasons = []
     for q in scenario.questions:
         if q.dimension == "visual_integrity":
             continue
-        words = sorted(set(_tokens(q.question)) & NON_VISUAL_STATES)
+        text = q.question.lower()
+        words = sorted((set(_tokens(text)) & NON_VISUAL) | set(FELT_STATE.findall(text)))
         if words:
             reasons.append(f"question-visibility: {q.level} {q.dimension} question asks what cannot be seen "
                            f"({', '.join(words)}): {q.question[:80]!r}")
