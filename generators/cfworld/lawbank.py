@@ -58,7 +58,7 @@ from typing import Any
 
 import yaml
 
-from vrforge.generators.cfworld.validation import validate_scenario
+from vrforge.generators.cfworld.validation import validate_scenario, validate_set
 from vrforge.schemas.cfworld import DOMAINS, Level, Provenance, Question, Scenario, scenario_schema_errors
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -244,6 +244,8 @@ def load_seed_scenarios(folder: Path | str | None = None, laws: list[Law] | None
                 problems += [f"{path.name}: {label}: {p}" for p in found]
                 continue
             seeds.append(scenario)
+    if validate and not problems:
+        problems += [f"{folder.name}: {p}" for p in validate_set(seeds)]
     _raise_first(problems)
     return sorted(seeds, key=lambda s: (DOMAINS.index(s.domain), s.id))
 
@@ -418,6 +420,89 @@ def write_law_files(seeds: Path | str | None = None, laws: Path | str | None = N
         path.write_text(text, encoding="utf-8")
         written.append(path)
     return written
+
+
+# ----------------------------------------------------------------------------- coverage of the official release
+
+# The official release labels its scenarios with 300+ free-text categories (167 in chemistry alone,
+# most used once); the curated set covers them through these groups. Rules are tried in order; a
+# category is matched in lower case; the first rule with a keyword in it wins, else the fallback.
+TOPIC_RULES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "physics/classical-mechanics": (
+        ("surface_tension", ("surface tension",)), ("density_buoyancy", ("density",)), ("vibrations", ("vibration",)),
+        ("solid_mechanics", ("solid",)), ("statics", ("statics",)), ("fluid_mechanics", ("fluid",)),
+        ("dynamics", ("",)),
+    ),
+    "physics/optics": (
+        ("lenses", ("lens",)), ("diffuse_reflection", ("diffuse",)), ("refraction", ("refraction",)),
+        ("dispersion", ("dispersion",)), ("light_paths", ("light gravity",)), ("optics_general", ("",)),
+    ),
+    "physics/thermodynamics": (
+        ("gas_solidification", ("gaseous solidification",)), ("phase_change", ("phase change",)),
+        ("thermal_expansion", ("thermal expansion",)), ("thermal_radiation", ("radiance",)),
+        ("heat_transfer", ("heat transfer",)), ("heat_general", ("",)),
+    ),
+    "physics/electromagnetism": (
+        ("magnetic_poles", ("magnetic poles",)), ("static_electricity", ("static",)), ("conductivity", ("conductivity",)),
+        ("lightning", ("lightning",)), ("ferromagnetism", ("ferromagnetism",)), ("electromagnetism_general", ("",)),
+    ),
+    "physics/astronomy": (("astronomy", ("",)),),
+    "biology": (
+        ("symbiosis", ("symbiosis", "parasit")), ("respiration", ("respirat", "environmental adaptation")),
+        ("lifecycle", ("reproduction", "lifecycle", "metamorphosis", "development")),
+        ("senses", ("sensory", "perception", "(light)")), ("cells", ("cell",)),
+        ("ecology", ("ecolog", "trophic", "decomposition")), ("ecogeography", ("allen", "bergmann", "gloger")),
+        ("metabolism", ("metabolism",)),
+        ("plants", ("plant", "botany", "phototropism")), ("adaptation", ("",)),
+    ),
+    "chemistry": (
+        ("flame_tests", ("flame test",)), ("precipitation", ("precipitat", "solubility")),
+        ("acid_base", ("indicator", "acid-base", "neutralization")), ("phase_change", ("phase change",)),
+        ("organic", ("organic", "alcohol", "mechanism", "named rxn", "ketone", "phenol", "alkyne", "amine", "benzene")),
+        ("redox", ("redox", "oxidation", "rust", "tarnish", "sacrificial", "galvanic", "displacement", "reactivity",
+                   "alkali metal")),
+        ("equilibrium", ("equilibrium", "complex ion")), ("kinetics", ("kinetic", "rate", "catalyst", "activation")),
+        ("thermochemistry", ("thermodynamics", "entropy", "calorimetry", "formation", "combustion")),
+        ("atomic_structure", ("pauli", "coulomb", "electrostatic", "mass spectrometry", "metallic character")),
+        ("molecular_structure", ("structure", "allotrope", "stability", "polarity", "intermolecular")),
+        ("gases", ("gas", "atmospheric", "environmental")),
+        ("separation", ("chromatography", "tyndall", "colloid", "suspension", "filtration")),
+        ("nuclear", ("decay", "nuclear")), ("biochemistry", ("biochemistry",)),
+        ("transition_colours", ("",)),
+    ),
+    "geography": (
+        ("earth_rotation", ("rotation", "coriolis", "day-night")), ("seasons", ("season", "climate zones")),
+        ("atmosphere", ("rain shadow", "atmospher", "rainbow", "shadow")),
+        ("hydrology", ("river", "delta", "hydrology", "surface tension")), ("magnetosphere", ("magnetic", "aurora")),
+        ("planetary", ("planetary",)), ("geology", ("",)),
+    ),
+    "sociology": (
+        ("economics", ("econom", "inflation", "labor", "creative destruction")), ("psychology", ("psycholog",)),
+        ("society", ("",)),
+    ),
+}
+
+
+def official_topic(scenario: Scenario) -> str:
+    """The curated topic group of an imported official scenario (its file's rules applied to its category)."""
+    key = scenario.domain
+    if scenario.domain == "physics":
+        # imported ids are physics-<subfield>-NNNN (see the importer's mapping rules)
+        key = "physics/" + scenario.id[len("physics-"):].rsplit("-", 1)[0]
+    category = " ".join(scenario.subdomain.lower().split())
+    for topic, keywords in TOPIC_RULES.get(key, ()):
+        if any(word in category for word in keywords):
+            return topic
+    return ""
+
+
+def all_topics() -> dict[str, tuple[str, ...]]:
+    """Every topic group per domain, in rule order."""
+    out: dict[str, list[str]] = {}
+    for key, rules in TOPIC_RULES.items():
+        topics = out.setdefault(key.split("/")[0], [])
+        topics += [topic for topic, _ in rules if topic not in topics]
+    return {domain: tuple(topics) for domain, topics in out.items()}
 
 
 if __name__ == "__main__":

@@ -497,7 +497,14 @@ def template_figures(scenarios: Sequence[Scenario]) -> dict[str, Any]:
             key = opening(text)
             counts[key] = counts.get(key, 0) + 1
         top = max(sorted(counts), key=lambda k: counts[k]) if counts else ""
+        firsts: dict[str, int] = {}
+        for text in prompts:
+            key = opening(text, 1)
+            firsts[key] = firsts.get(key, 0) + 1
+        first = max(sorted(firsts), key=lambda k: firsts[k]) if firsts else ""
         figures["levels"][level] = {
+            "top_first_word": first,
+            "top_first_word_share": round(firsts.get(first, 0) / len(prompts), 4) if prompts else 0.0,
             "top_opening": top, "top_opening_count": counts.get(top, 0),
             "top_opening_share": round(counts.get(top, 0) / len(prompts), 4) if prompts else 0.0,
             "distinct_openings": len(counts),
@@ -579,3 +586,62 @@ def check_law_duplicates(scenarios: Sequence[Scenario], threshold: float = LAW_D
 def validate_set(scenarios: Sequence[Scenario]) -> list[str]:
     """The checks over a whole release: template uniformity and law-level near-duplicates across domains."""
     return check_template_uniformity(scenarios) + check_law_duplicates(scenarios)
+
+
+# ----------------------------------------------------------------------------- figures of a release
+
+# The official CF-World release (../shared/external/cf-world through the importer; the 1,091 scenarios
+# with every prompt and assessment point; tests/test_cfworld_validation.py re-measures these).
+OFFICIAL_FIGURES: dict[str, Any] = {
+    "scenarios": 1091,
+    "per_domain": {"physics": 586, "biology": 285, "chemistry": 173, "geography": 26, "sociology": 22},
+    "mean_words": {"l1": 10.08, "l2": 27.58, "l3": 16.79},
+    "top_opening_share": {"l1": 0.033, "l2": 0.0202, "l3": 0.0202},
+    "top_first_word_share": {"l1": 0.8112, "l2": 0.9157, "l3": 0.9148},
+    "l3_prefix_of_l2_share": 0.7562,
+    "premise_leaks": 284, "premises": 1003,
+    "law_duplicate_pairs": 115,
+}
+
+CHECK_NAMES = ("schema", "leak", "same-scene", "assessment-point", "questions", "question-visibility", "premise-leak",
+               "near-duplicate")
+
+
+def release_figures(scenarios: Sequence[Scenario], laws: dict[str, Law] | None = None) -> dict[str, Any]:
+    """What a release card states about its scenarios: counts per domain / subdomain / topic, the
+    template figures, how many scenarios fail each per-scenario check (lexical checks; ``laws`` by id
+    adds the outcome-term check) and the set checks' findings."""
+    laws = laws or {}
+    per_domain: dict[str, int] = {}
+    per_subdomain: dict[str, int] = {}
+    per_topic: dict[str, int] = {}
+    for s in scenarios:
+        per_domain[s.domain] = per_domain.get(s.domain, 0) + 1
+        key = f"{s.domain}/{s.subdomain}"
+        per_subdomain[key] = per_subdomain.get(key, 0) + 1
+        topic = next((f[len("topic:"):] for f in s.provenance.flags if f.startswith("topic:")), "")
+        if topic:
+            per_topic[f"{s.domain}/{topic}"] = per_topic.get(f"{s.domain}/{topic}", 0) + 1
+    failures = dict.fromkeys(CHECK_NAMES, 0)
+    accepted: list[Scenario] = []
+    for s in scenarios:
+        names = {reason.split(":")[0].split(" (")[0] for reason in validate_scenario(s, laws.get(s.id), accepted, embed=None)}
+        for name in names:
+            key = "near-duplicate" if name.startswith("near-duplicate") else name
+            failures[key] = failures.get(key, 0) + 1
+        accepted.append(s)
+    premises = [s for s in scenarios if s.counterfactual.strip() and set(s.levels) >= set(LEVELS)]
+    return {
+        "scenarios": len(scenarios),
+        "per_domain": dict(sorted(per_domain.items())),
+        "per_subdomain": dict(sorted(per_subdomain.items())),
+        "per_topic": dict(sorted(per_topic.items())),
+        "template": template_figures(scenarios),
+        "check_failures": failures,
+        "premise_leaks": sum(premise_outcome_leak(s)[0] > PREMISE_LEAK_MAX for s in premises),
+        "law_duplicate_pairs": len(law_near_duplicates(scenarios)),
+        "set_checks": check_template_uniformity(scenarios) + check_law_duplicates(scenarios),
+        "thresholds": {"opening_share_max": OPENING_SHARE_MAX, "prefix_share_max": PREFIX_SHARE_MAX,
+                       "l1_outcome_share_max": L1_OUTCOME_SHARE_MAX, "premise_leak_max": PREMISE_LEAK_MAX,
+                       "law_duplicate_min": LAW_DUPLICATE_MIN},
+    }
