@@ -386,7 +386,7 @@ def curation_markdown(figures: dict[str, Any]) -> str:
 
     n = figures["scenarios"]
     lines = ["### Curation figures", "",
-             f"{n} scenarios. Per domain, beside the official CF-World release ({OFF['scenarios']} scenarios):", "",
+             f"{n} scenarios. Per domain, beside the official CF-World release ({OFF['scenarios']:,} scenarios):", "",
              "| domain | scenarios | share | official | official share |", "|---|---|---|---|---|"]
     for domain, count in figures["per_domain"].items():
         official = OFF["per_domain"].get(domain, 0)

@@ -390,7 +390,7 @@ def validate_scenario(scenario: Scenario, law: Law | None = None, existing: Iter
 
 # A felt temperature stated as the fact to check ("the pan is hot"); "hot water" or "white-hot" only names a thing.
 FELT_STATE = re.compile(r"\b(?:is|are|was|were|feels?|felt|becomes?|gets?|stays?|remains?)\s+(?:very\s+|too\s+|still\s+)?"
-                        r"(hot|warm|cold|cool|chilly|freezing)\b(?!-)")
+                        r"(hot|warm|cold|cool|chilly|freezing)\b(?!-)|(?<![-\w])(hot|warm|cold|cool|chilly|freezing)\s*[?.!]*$")
 
 
 def check_question_visibility(scenario: Scenario) -> list[str]:
@@ -401,7 +401,8 @@ def check_question_visibility(scenario: Scenario) -> list[str]:
         if q.dimension == "visual_integrity":
             continue
         text = q.question.lower()
-        words = sorted((set(_tokens(text)) & NON_VISUAL) | set(FELT_STATE.findall(text)))
+        felt = {word for pair in FELT_STATE.findall(text) for word in pair if word}
+        words = sorted((set(_tokens(text)) & NON_VISUAL) | felt)
         if words:
             reasons.append(f"question-visibility: {q.level} {q.dimension} question asks what cannot be seen "
                            f"({', '.join(words)}): {q.question[:80]!r}")
@@ -583,8 +584,14 @@ def check_law_duplicates(scenarios: Sequence[Scenario], threshold: float = LAW_D
             for a, b, sim in law_near_duplicates(scenarios, threshold)]
 
 
+SET_CHECK_MIN = 30  # below this a share says little (one prompt of 10 is already 10 %): the set checks are skipped
+
+
 def validate_set(scenarios: Sequence[Scenario]) -> list[str]:
-    """The checks over a whole release: template uniformity and law-level near-duplicates across domains."""
+    """The checks over a whole release (at least ``SET_CHECK_MIN`` scenarios): template uniformity and
+    law-level near-duplicates across domains."""
+    if len(scenarios) < SET_CHECK_MIN:
+        return []
     return check_template_uniformity(scenarios) + check_law_duplicates(scenarios)
 
 
@@ -593,7 +600,7 @@ def validate_set(scenarios: Sequence[Scenario]) -> list[str]:
 # The official CF-World release (../shared/external/cf-world through the importer; the 1,091 scenarios
 # with every prompt and assessment point; tests/test_cfworld_validation.py re-measures these).
 OFFICIAL_FIGURES: dict[str, Any] = {
-    "scenarios": 1091,
+    "scenarios": 1092,  # all imported; the figures below the domain counts use the 1,091 with every assessment point
     "per_domain": {"physics": 586, "biology": 285, "chemistry": 173, "geography": 26, "sociology": 22},
     "mean_words": {"l1": 10.08, "l2": 27.58, "l3": 16.79},
     "top_opening_share": {"l1": 0.033, "l2": 0.0202, "l3": 0.0202},
