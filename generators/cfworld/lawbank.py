@@ -267,7 +267,7 @@ def _sentence(text: str) -> str:
 def _clause(text: str) -> str:
     """An assessment point as a clause after "that": lower-case first letter, no full stop."""
     text = " ".join(text.split()).rstrip(". ")
-    return text if text[:2].isupper() else text[:1].lower() + text[1:]
+    return text if len(text) > 1 and text[1].isupper() else text[:1].lower() + text[1:]  # keep "UV", lower "A pile"
 
 
 def _either(points: list[str]) -> str:
