@@ -212,6 +212,7 @@ class Tables:
     rows: dict[str, list[dict[str, Any]]]
     scenarios: list[Scenario]
     denominalization: dict[str, Any]
+    curation: dict[str, Any] | None = None  # release_figures of the scenarios (None without the scenarios config)
 
 
 def _features(config: str):
@@ -230,8 +231,10 @@ def build_tables(recipe: CfworldRecipe) -> Tables:
         scenarios = scenarios[:recipe.limit]
     rows: dict[str, list[dict[str, Any]]] = {}
     report: dict[str, Any] = {}
+    curation = None
     if "scenarios" in recipe.configs:
         rows["scenarios"] = [s.to_dict() for s in scenarios]
+        curation = scenario_figures(scenarios, packaged=recipe.seeds is None)
     if "rule_decoupling" in recipe.configs:
         rows["rule_decoupling"] = [p.to_dict() for p in generate_rule_probes()]
     if "attribute_decoupling" in recipe.configs:
@@ -244,7 +247,20 @@ def build_tables(recipe: CfworldRecipe) -> Tables:
         result = denominalize_with_lexicon(scenarios, lexicon)
         rows["denominalized"] = [p.to_dict() for p in result.probes]
         report = result.to_dict()
-    return Tables(rows=rows, scenarios=scenarios, denominalization=report)
+    return Tables(rows=rows, scenarios=scenarios, denominalization=report, curation=curation)
+
+
+def scenario_figures(scenarios: list[Scenario], packaged: bool) -> dict[str, Any]:
+    """The card's figures on the scenarios (counts, openings, lengths, validator results); with the
+    packaged seeds the law bank's outcome terms join the checks."""
+    from vrforge.generators.cfworld.validation import release_figures
+
+    laws = {}
+    if packaged:
+        from vrforge.generators.cfworld.lawbank import load_laws
+
+        laws = {law.id: law for law in load_laws()}
+    return release_figures(scenarios, laws)
 
 
 def parquet_bytes(config: str, rows: list[dict[str, Any]], path: Path) -> None:
@@ -313,6 +329,9 @@ def render_card(recipe: CfworldRecipe, hash_: str, tables: Tables, counts: dict[
         note = (f"In this release the lexicon rewrote {counts.get('denominalized', 0)} of the {len(tables.scenarios)} L2 prompts; "
                 f"the prompts it left unchanged ({unchanged}) are not in this config and are listed in `manifest.json` "
                 "under `denominalization.unchanged`.")
+    curation = curation_markdown(tables.curation) if tables.curation else ""
+    if curation and recipe.seeds is None:
+        curation = PACKAGED_SEED_NOTES + "\n\n" + curation
     template = Template((resources.files("vrforge.cards") / "templates" / "cfworld.md").read_text(encoding="utf-8"))
     from vrforge.generators.cfworld.probes.rules import RULES
 
@@ -320,8 +339,85 @@ def render_card(recipe: CfworldRecipe, hash_: str, tables: Tables, counts: dict[
         yaml=yaml.safe_dump(card_metadata(recipe, counts, sizes), sort_keys=False, allow_unicode=True).rstrip("\n"),
         pretty_name=pretty_name(recipe), recipe_name=recipe.name, version=recipe.version, config_hash=hash_,
         config_table="\n".join(config_rows), domain_table="\n".join(domain_rows), rule_count=len(RULES),
-        denominalized_note=note, license=recipe.license,
+        denominalized_note=note, license=recipe.license, curation=curation,
     )
+
+
+PACKAGED_SEED_NOTES = """### How the scenarios were written
+
+Every scenario is written by hand in a compact form (`generators/cfworld/seeds/<domain>.yaml`:
+the law, the changed mechanism, one prompt per level, the assessment points, the other
+depictions the judge accepts, and single visible checks) and expanded by code into the row
+schema; the law bank (`laws/<domain>.yaml`) is generated from the same records.
+
+- **Premises change a mechanism, not the picture.** The counterfactual states a changed law
+  ("water contracts as it freezes"); the visible outcome ("the ice cubes lie at the bottom of
+  the glass") is stated only at L2 and must be reasoned out at L3.
+- **L1 describes the scene only**, in every domain: no prompt states its own outcome, so the
+  L1 gate is equally strict for all domains.
+- **Judge questions.** The L2/L3 assessment question accepts every listed depiction of the
+  consequence; logic questions are single visible checks, at L2/L3 including knock-on effects
+  of the change (other objects the changed law also acts on); no question asks about a felt
+  temperature, a sound or a smell.
+- **Proportions.** Domains keep the official release's order of size, but geography and
+  sociology (26 and 22 official scenarios) are raised to about 10 % each so that every topic
+  group of theirs has at least two scenarios and their per-domain scores rest on 40+ prompts;
+  physics is cut from 54 % to 38 % to pay for it. Within a domain each topic group gets about
+  its official share, with at least two scenarios per group.
+- **Changes since 0.1.0.** Every prompt was rewritten (0.1.0 opened 51 % of its L2 prompts
+  with one three-word opening and built every L2 as its L3 plus a sentence); scenarios whose
+  premise named the outcome were rewritten around a mechanism; the errors found on reading were
+  removed (fossil limestone kept at 4,000 m under a premise that rock never rises; a full Moon
+  in the Sun's direction; icicles inside a greenhouse that traps warmth; steam from water
+  boiling at room temperature in a warm room; thicker road ice from salt; red maple leaves
+  as a law; Jupiter as a perfect sphere), and each concept that appeared in two domains
+  (snow line and altitude, condensation on cold glass, the boiling point, salt pans, star
+  trails) now appears once."""
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f} %"
+
+
+def curation_markdown(figures: dict[str, Any]) -> str:
+    """The card's section on how the scenarios were curated, with the figures beside the official release's."""
+    from vrforge.generators.cfworld.validation import OFFICIAL_FIGURES as OFF
+
+    n = figures["scenarios"]
+    lines = ["### Curation figures", "",
+             f"{n} scenarios. Per domain, beside the official CF-World release ({OFF['scenarios']:,} scenarios):", "",
+             "| domain | scenarios | share | official | official share |", "|---|---|---|---|---|"]
+    for domain, count in figures["per_domain"].items():
+        official = OFF["per_domain"].get(domain, 0)
+        lines.append(f"| {domain} | {count} | {_pct(count / n)} | {official} | {_pct(official / OFF['scenarios'])} |")
+    if figures["per_topic"]:
+        lines += ["", "Per topic group (the official release's 300+ free-text categories grouped; every group is covered):",
+                  "", "| domain | topic group | scenarios |", "|---|---|---|"]
+        lines += [f"| {key.split('/')[0]} | {key.split('/')[1]} | {count} |" for key, count in figures["per_topic"].items()]
+    lines += ["", "Per subdomain: " + ", ".join(f"{key} {count}" for key, count in figures["per_subdomain"].items()) + ".",
+              "", "Prompt variety and length (three-word openings; \"first word\" is the most common first word):", "",
+              "| level | mean words | official | top three-word opening (share) | official | top first word (share) | official |",
+              "|---|---|---|---|---|---|---|"]
+    for level, row in figures["template"]["levels"].items():
+        lines.append(f"| {level.upper()} | {row['mean_words']} | {OFF['mean_words'][level]} | "
+                     f"\"{row['top_opening']}\" ({_pct(row['top_opening_share'])}) | {_pct(OFF['top_opening_share'][level])} | "
+                     f"\"{row['top_first_word']}\" ({_pct(row['top_first_word_share'])}) | "
+                     f"{_pct(OFF['top_first_word_share'][level])} |")
+    t = figures["template"]
+    th = figures["thresholds"]
+    failures = ", ".join(f"{name} {count}" for name, count in figures["check_failures"].items())
+    lines += ["",
+              f"L2 prompts that begin with their L3 prompt: {_pct(t['l3_prefix_of_l2_share'])} (official "
+              f"{_pct(OFF['l3_prefix_of_l2_share'])}; at most {_pct(th['prefix_share_max'])}). L1 prompts that state their "
+              "own outcome, per domain: " + ", ".join(f"{d} {_pct(v)}" for d, v in t["l1_outcome_share"].items()) + ".",
+              "", "Validators (`vrforge.generators.cfworld.validation`):", "",
+              f"- per scenario, scenarios failing each check: {failures};",
+              f"- premise-outcome leakage (the premise names a visible attribute of the outcome): {figures['premise_leaks']} "
+              f"scenarios (official release: {OFF['premise_leaks']} of {OFF['premises']} with a premise);",
+              f"- law-level near-duplicates across domains (law + scene word overlap >= {th['law_duplicate_min']}): "
+              f"{figures['law_duplicate_pairs']} pairs (official release: {OFF['law_duplicate_pairs']});",
+              "- template uniformity over the set: " + ("; ".join(figures["set_checks"]) or "passed") + "."]
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- build
@@ -365,6 +461,7 @@ def build_cfworld_recipe(recipe: CfworldRecipe, out: Path) -> Path:
         "probe_version": PROBE_VERSION,
         "rows": {config: {SPLIT: counts[config]} for config in recipe.configs},
         "scenarios_per_domain": dict(sorted(Counter(s.domain for s in tables.scenarios).items())),
+        "curation": tables.curation,
         "denominalization": tables.denominalization,
         "files": {p.relative_to(out).as_posix(): {"sha256": sha256_file(p), "bytes": p.stat().st_size} for p in files},
     }

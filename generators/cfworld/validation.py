@@ -382,5 +382,273 @@ def validate_scenario(scenario: Scenario, law: Law | None = None, existing: Iter
     reasons += check_same_scene(scenario, law)
     reasons += check_assessment_points(scenario)
     reasons += check_questions(scenario)
+    reasons += check_question_visibility(scenario)
+    reasons += check_premise_outcome_leak(scenario)
     reasons += check_near_duplicate(scenario, existing)
     return reasons
+
+
+# A felt temperature stated as the fact to check ("the pan is hot"); "hot water" or "white-hot" only names a thing.
+FELT_STATE = re.compile(r"\b(?:is|are|was|were|feels?|felt|becomes?|gets?|stays?|remains?)\s+(?:very\s+|too\s+|still\s+)?"
+                        r"(hot|warm|cold|cool|chilly|freezing)\b(?!-)|(?<![-\w])(hot|warm|cold|cool|chilly|freezing)\s*[?.!]*$")
+
+
+def check_question_visibility(scenario: Scenario) -> list[str]:
+    """Assessment-point and logic questions ask only about what a picture can show: no sense but sight
+    (``NON_VISUAL``) and no felt temperature as the fact to check."""
+    reasons = []
+    for q in scenario.questions:
+        if q.dimension == "visual_integrity":
+            continue
+        text = q.question.lower()
+        felt = {word for pair in FELT_STATE.findall(text) for word in pair if word}
+        words = sorted((set(_tokens(text)) & NON_VISUAL) | felt)
+        if words:
+            reasons.append(f"question-visibility: {q.level} {q.dimension} question asks what cannot be seen "
+                           f"({', '.join(words)}): {q.question[:80]!r}")
+    return reasons
+
+
+# ----------------------------------------------------------------------------- premise-outcome leakage
+
+# Derivational endings a premise may put on an outcome word ("cubic" / "cube", "metallic" / "metal").
+_DERIVED = ("ical", "ness", "ic", "al")
+
+
+def _root(word: str) -> str:
+    for suffix in _DERIVED:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            if len(word) > 3 and word[-1] == word[-2]:
+                word = word[:-1]
+            break
+    return stem(word)
+
+
+def outcome_attribute_words(scenario: Scenario) -> frozenset[str]:
+    """What the counterfactual assessment point says that the factual scene does not: the visible outcome.
+
+    The L2 point's content words minus those of the L1 prompt, the L1 point and the law (the
+    scene's objects, the factual outcome and the vocabulary of the mechanism the premise
+    changes), as roots (``_root``).
+    """
+    levels = scenario.levels
+    scene = content_words(levels["l1"].prompt) | content_words(levels["l1"].assessment_point) | content_words(scenario.law)
+    scene_roots = {_root(w) for w in scene}
+    return frozenset(r for r in (_root(w) for w in content_words(levels["l2"].assessment_point)) if r not in scene_roots)
+
+
+def premise_outcome_leak(scenario: Scenario) -> tuple[float, list[str]]:
+    """(share of the outcome's attribute words the premise names, those words)."""
+    outcome = outcome_attribute_words(scenario)
+    if not outcome:
+        return 0.0, []
+    premise = {_root(w) for w in content_words(scenario.counterfactual)}
+    leaked = sorted(outcome & premise)
+    return len(leaked) / len(outcome), leaked
+
+
+def check_premise_outcome_leak(scenario: Scenario) -> list[str]:
+    """The premise changes a law; it must not name what the picture then shows (see ``PREMISE_LEAK_MAX``)."""
+    if not scenario.counterfactual.strip():
+        return []
+    share, leaked = premise_outcome_leak(scenario)
+    if share > PREMISE_LEAK_MAX:
+        return [f"premise-leak: the premise names {share:.0%} of the outcome's attribute words "
+                f"({', '.join(repr(w) for w in leaked)}; at most {PREMISE_LEAK_MAX:.0%})"]
+    return []
+
+
+PREMISE_LEAK_MAX = 0.0  # any outcome attribute word in the premise is a leak
+
+
+# ----------------------------------------------------------------------------- template uniformity (a set)
+
+OPENING_WORDS = 3
+OPENING_SHARE_MAX = 0.10
+PREFIX_SHARE_MAX = 0.10
+L1_OUTCOME_SHARE_MAX = 0.0
+L1_OUTCOME_MIN = 0.6
+
+
+def opening(text: str, words: int = OPENING_WORDS) -> str:
+    return " ".join(_tokens(text)[:words])
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s]
+
+
+def l1_states_outcome(scenario: Scenario) -> bool:
+    """Whether a sentence of the L1 prompt restates the L1 assessment point (Jaccard >= ``L1_OUTCOME_MIN``)."""
+    point = content_words(scenario.levels["l1"].assessment_point)
+    return bool(point) and any(jaccard(content_words(s), point) >= L1_OUTCOME_MIN
+                               for s in _sentences(scenario.levels["l1"].prompt))
+
+
+def template_figures(scenarios: Sequence[Scenario]) -> dict[str, Any]:
+    """Per level: the most common three-word opening and its share, distinct openings, mean words;
+    the share of L2 prompts that begin with their L3 prompt verbatim; L1 prompts that state their outcome, per domain."""
+    scenarios = [s for s in scenarios if set(s.levels) >= set(LEVELS)]
+    figures: dict[str, Any] = {"scenarios": len(scenarios), "levels": {}}
+    for level in LEVELS:
+        prompts = [s.levels[level].prompt for s in scenarios]
+        counts: dict[str, int] = {}
+        for text in prompts:
+            key = opening(text)
+            counts[key] = counts.get(key, 0) + 1
+        top = max(sorted(counts), key=lambda k: counts[k]) if counts else ""
+        firsts: dict[str, int] = {}
+        for text in prompts:
+            key = opening(text, 1)
+            firsts[key] = firsts.get(key, 0) + 1
+        first = max(sorted(firsts), key=lambda k: firsts[k]) if firsts else ""
+        figures["levels"][level] = {
+            "top_first_word": first,
+            "top_first_word_share": round(firsts.get(first, 0) / len(prompts), 4) if prompts else 0.0,
+            "top_opening": top, "top_opening_count": counts.get(top, 0),
+            "top_opening_share": round(counts.get(top, 0) / len(prompts), 4) if prompts else 0.0,
+            "distinct_openings": len(counts),
+            "mean_words": round(sum(len(p.split()) for p in prompts) / len(prompts), 2) if prompts else 0.0,
+        }
+    prefix = sum(" ".join(s.levels["l2"].prompt.split()).startswith(" ".join(s.levels["l3"].prompt.split()).rstrip(". "))
+                 for s in scenarios)
+    figures["l3_prefix_of_l2_share"] = round(prefix / len(scenarios), 4) if scenarios else 0.0
+    per_domain: dict[str, list[int]] = {}
+    for s in scenarios:
+        per_domain.setdefault(s.domain, [0, 0])
+        per_domain[s.domain][0] += l1_states_outcome(s)
+        per_domain[s.domain][1] += 1
+    figures["l1_outcome_share"] = {d: round(n / total, 4) for d, (n, total) in sorted(per_domain.items())}
+    return figures
+
+
+def check_template_uniformity(scenarios: Sequence[Scenario]) -> list[str]:
+    """A set reads as written by people: varied openings per level, L2 not built as L3 plus a
+    sentence, and no L1 prompt stating its own outcome in any domain."""
+    figures = template_figures(scenarios)
+    reasons = []
+    for level, row in figures["levels"].items():
+        if row["top_opening_share"] > OPENING_SHARE_MAX:
+            reasons.append(f"template: {row['top_opening_count']} {level} prompts ({row['top_opening_share']:.0%}) open with "
+                           f"{row['top_opening']!r} (at most {OPENING_SHARE_MAX:.0%})")
+    if figures["l3_prefix_of_l2_share"] > PREFIX_SHARE_MAX:
+        reasons.append(f"template: {figures['l3_prefix_of_l2_share']:.0%} of L2 prompts begin with their L3 prompt "
+                       f"(at most {PREFIX_SHARE_MAX:.0%})")
+    for domain, share in figures["l1_outcome_share"].items():
+        if share > L1_OUTCOME_SHARE_MAX:
+            reasons.append(f"template: {share:.0%} of {domain} L1 prompts state their outcome (at most {L1_OUTCOME_SHARE_MAX:.0%})")
+    return reasons
+
+
+# ----------------------------------------------------------------------------- law-level near-duplicates (a set)
+
+LAW_DUPLICATE_MIN = 0.5
+
+
+def law_text(scenario: Scenario) -> str:
+    """The law and its scene: the law statement (the premise where it is empty) and the L1 prompt."""
+    law = scenario.law.strip() or scenario.counterfactual
+    return f"{law} . {scenario.levels['l1'].prompt if 'l1' in scenario.levels else ''}"
+
+
+def law_similarity(a: Scenario, b: Scenario) -> float:
+    """Overlap coefficient of the two law + scene word sets: |A ∩ B| / min(|A|, |B|), so a terse law restated
+    inside a longer one still counts."""
+    wa, wb = content_words(law_text(a)), content_words(law_text(b))
+    if not wa or not wb:
+        return 0.0
+    return len(wa & wb) / min(len(wa), len(wb))
+
+
+def law_near_duplicates(scenarios: Sequence[Scenario], threshold: float = LAW_DUPLICATE_MIN,
+                        across_domains_only: bool = True) -> list[tuple[str, str, float]]:
+    """Pairs (id, id, similarity) whose law + scene overlap reaches ``threshold``, most similar first."""
+    words = [content_words(law_text(s)) for s in scenarios]
+    pairs = []
+    for i, a in enumerate(scenarios):
+        for j in range(i + 1, len(scenarios)):
+            b = scenarios[j]
+            if across_domains_only and a.domain == b.domain:
+                continue
+            if not words[i] or not words[j]:
+                continue
+            similarity = len(words[i] & words[j]) / min(len(words[i]), len(words[j]))
+            if similarity >= threshold:
+                pairs.append((a.id, b.id, round(similarity, 4)))
+    return sorted(pairs, key=lambda p: (-p[2], p[0], p[1]))
+
+
+def check_law_duplicates(scenarios: Sequence[Scenario], threshold: float = LAW_DUPLICATE_MIN) -> list[str]:
+    return [f"law-duplicate: {a} and {b} test the same law (law + scene overlap {sim:.2f} >= {threshold})"
+            for a, b, sim in law_near_duplicates(scenarios, threshold)]
+
+
+SET_CHECK_MIN = 30  # below this a share says little (one prompt of 10 is already 10 %): the set checks are skipped
+
+
+def validate_set(scenarios: Sequence[Scenario]) -> list[str]:
+    """The checks over a whole release (at least ``SET_CHECK_MIN`` scenarios): template uniformity and
+    law-level near-duplicates across domains."""
+    if len(scenarios) < SET_CHECK_MIN:
+        return []
+    return check_template_uniformity(scenarios) + check_law_duplicates(scenarios)
+
+
+# ----------------------------------------------------------------------------- figures of a release
+
+# The official CF-World release (../shared/external/cf-world through the importer; the 1,091 scenarios
+# with every prompt and assessment point; tests/test_cfworld_validation.py re-measures these).
+OFFICIAL_FIGURES: dict[str, Any] = {
+    "scenarios": 1092,  # all imported; the figures below the domain counts use the 1,091 with every assessment point
+    "per_domain": {"physics": 586, "biology": 285, "chemistry": 173, "geography": 26, "sociology": 22},
+    "mean_words": {"l1": 10.08, "l2": 27.58, "l3": 16.79},
+    "top_opening_share": {"l1": 0.033, "l2": 0.0202, "l3": 0.0202},
+    "top_first_word_share": {"l1": 0.8112, "l2": 0.9157, "l3": 0.9148},
+    "l3_prefix_of_l2_share": 0.7562,
+    "premise_leaks": 284, "premises": 1003,
+    "law_duplicate_pairs": 115,
+}
+
+CHECK_NAMES = ("schema", "leak", "same-scene", "assessment-point", "questions", "question-visibility", "premise-leak",
+               "near-duplicate")
+
+
+def release_figures(scenarios: Sequence[Scenario], laws: dict[str, Law] | None = None) -> dict[str, Any]:
+    """What a release card states about its scenarios: counts per domain / subdomain / topic, the
+    template figures, how many scenarios fail each per-scenario check (lexical checks; ``laws`` by id
+    adds the outcome-term check) and the set checks' findings."""
+    laws = laws or {}
+    per_domain: dict[str, int] = {}
+    per_subdomain: dict[str, int] = {}
+    per_topic: dict[str, int] = {}
+    for s in scenarios:
+        per_domain[s.domain] = per_domain.get(s.domain, 0) + 1
+        key = f"{s.domain}/{s.subdomain}"
+        per_subdomain[key] = per_subdomain.get(key, 0) + 1
+        topic = next((f[len("topic:"):] for f in s.provenance.flags if f.startswith("topic:")), "")
+        if topic:
+            per_topic[f"{s.domain}/{topic}"] = per_topic.get(f"{s.domain}/{topic}", 0) + 1
+    failures = dict.fromkeys(CHECK_NAMES, 0)
+    accepted: list[Scenario] = []
+    for s in scenarios:
+        names = {reason.split(":")[0].split(" (")[0] for reason in validate_scenario(s, laws.get(s.id), accepted, embed=None)}
+        for name in names:
+            key = "near-duplicate" if name.startswith("near-duplicate") else name
+            failures[key] = failures.get(key, 0) + 1
+        accepted.append(s)
+    premises = [s for s in scenarios if s.counterfactual.strip() and set(s.levels) >= set(LEVELS)]
+    return {
+        "scenarios": len(scenarios),
+        "per_domain": dict(sorted(per_domain.items())),
+        "per_subdomain": dict(sorted(per_subdomain.items())),
+        "per_topic": dict(sorted(per_topic.items())),
+        "template": template_figures(scenarios),
+        "check_failures": failures,
+        "premise_leaks": sum(premise_outcome_leak(s)[0] > PREMISE_LEAK_MAX for s in premises),
+        "law_duplicate_pairs": len(law_near_duplicates(scenarios)),
+        "set_checks": check_template_uniformity(scenarios) + check_law_duplicates(scenarios),
+        "thresholds": {"opening_share_max": OPENING_SHARE_MAX, "prefix_share_max": PREFIX_SHARE_MAX,
+                       "l1_outcome_share_max": L1_OUTCOME_SHARE_MAX, "premise_leak_max": PREMISE_LEAK_MAX,
+                       "law_duplicate_min": LAW_DUPLICATE_MIN},
+    }
