@@ -185,8 +185,43 @@ def test_missing_ap_l1_is_kept_flagged(report, by_id):
 def test_flag_counts(report):
     assert dict(report.flags) == {
         "ap_3_alias": 2, "ap_l2_from_l3": 6, "ap_l3_from_l2": 945, "category_from_filename": 41,
-        "counterfactual_not_extracted": 88, "missing_ap_l1": 1, "no_questions_l1": 1, "no_questions_l2": 6, "no_questions_l3": 6,
+        "missing_ap_l1": 1, "no_questions_l1": 1, "no_questions_l2": 6, "no_questions_l3": 6,
     }
+
+
+@needs_release
+def test_every_official_premise_is_extracted_verbatim(report, by_id):
+    assert all(s.counterfactual for s in report.scenarios)
+    assert dict(report.premise_patterns) == {"leading_clause": 1004, "if_clause": 53, "assume_clause": 25, "world_where": 8,
+                                             "l2_statement": 2}
+    for s in report.scenarios:
+        prompts = [" ".join(s.levels[lv].prompt.split()) for lv in ("l3", "l2")]
+        assert any(s.counterfactual in p for p in prompts), s.id
+    expected = {
+        "physics-classical-mechanics-0207": "if the gravitational acceleration is zero",
+        "sociology-0015": "If the lawn becomes the private property of a rational person",  # not the factual "If overused"
+        "physics-astronomy-0046": "assume hydrogen nuclear fusion inside it has ceased",
+        "physics-astronomy-0003": "in a world where the speed of light is extremely slow (e.g., 100 km/h)",
+        "physics-astronomy-0000": "Gravity is repulsive",
+        "sociology-0011": "If an internalization strategy is used to make the decisions of two manufacturers dependent on "
+                          "their overall interests",
+    }
+    assert {key: by_id[key].counterfactual for key in expected} == expected
+
+
+@pytest.mark.parametrize(("l3", "l2", "premise", "pattern"), [
+    ("If rivers ran uphill, draw a valley.", "", "If rivers ran uphill", "leading_clause"),
+    ("A pond in winter. If ice sank, please draw the pond.", "", "If ice sank", "if_clause"),
+    ("Draw a lake, but assume water is densest when frozen.", "", "assume water is densest when frozen", "assume_clause"),
+    ("A forest in a world where trees grow downwards. Photo.", "", "in a world where trees grow downwards", "world_where"),
+    ("A bridge.", "Steel is soft. A bridge sagging.", "Steel is soft", "l2_statement"),
+    ("A map where rain never falls.", "A map where rain never falls.", "where rain never falls", "where_clause"),
+    ("A photograph of a cat.", "A photograph of a cat. It is grey.", "", ""),
+])
+def test_premise_patterns(l3, l2, premise, pattern):
+    from vrforge.generators.cfworld.importer import extract_premise
+
+    assert extract_premise(l3, l2 or l3) == (premise, pattern)
 
 
 @needs_release

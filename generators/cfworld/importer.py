@@ -18,10 +18,15 @@ Mapping rules (also in ``MAPPING_RULES``, copied into every report):
    ``physics-optics-0042``, ``biology-0007``: globally unique and stable across imports.
 3. ``subdomain`` = the record's ``category`` with whitespace collapsed; a missing or blank
    category takes the file stem (``Astronomy``, ``Biology``) and flags ``category_from_filename``.
-4. ``law`` is left empty: the release names no law apart from the category (the law bank
-   fills it later). ``counterfactual`` = the leading premise of ``prompt_l3`` (or
-   ``prompt_l2``) such as "If plastic was super-heavy"; when no premise is recognised it is
-   empty and flagged ``counterfactual_not_extracted``.
+4. ``law`` is left empty: the release names no law apart from the category (``fill_laws``
+   can fill it through an LLM, on request). ``counterfactual`` = the premise as it stands in
+   ``prompt_l3`` (or ``prompt_l2``), found by ``extract_premise``: the leading clause ("If
+   plastic was super-heavy", "In a world where ..."), else an "if" clause ending at ", draw"
+   ("In a vacuum tube ..., if the gravitational acceleration is zero, draw ..."), a "but
+   assume" clause, an "in a universe where" clause, an opening L2 statement that L3 lacks
+   ("Gravity is repulsive."), or an L3 "where" clause; the report counts each pattern under
+   ``premise_patterns``. When none is recognised it is empty and flagged
+   ``counterfactual_not_extracted``.
 5. Assessment points: ``ap_l1`` -> L1. The release mostly gives ONE counterfactual
    assessment point, ``ap_l2``, for both L2 and L3 (L3 only drops the explicit hint), so
    L2 = ``ap_l2`` and L3 = ``ap_l3``, its typo alias ``ap_3`` (flag ``ap_3_alias``), or else
@@ -74,8 +79,9 @@ MAPPING_RULES = (
     "Geography -> geography, Sociology -> sociology; other files rejected",
     "scenario id = <domain>[-<physics subfield>]-<id padded to 4 digits>, e.g. physics-optics-0042",
     "subdomain = category (whitespace collapsed); missing/blank category -> file stem, flag category_from_filename",
-    "law left empty (release names none); counterfactual = leading premise of prompt_l3/prompt_l2, "
-    "else empty with flag counterfactual_not_extracted",
+    "law left empty (release names none; an LLM fill is optional); counterfactual = premise of prompt_l3/prompt_l2: "
+    "leading clause, else if-clause before ', draw', 'but assume' clause, 'in a universe where' clause, "
+    "opening L2 statement, L3 'where' clause; else empty with flag counterfactual_not_extracted",
     "ap_l1 -> l1; ap_l2 -> l2; ap_l3 or ap_3 (flag ap_3_alias) -> l3; missing l3 point -> ap_l2 (flag ap_l3_from_l2); "
     "missing l2 point -> ap_l3/ap_3 (flag ap_l2_from_l3)",
     "missing ap_l1 (or no counterfactual point): record kept, empty assessment point, flag missing_ap_<level>, needs_review",
@@ -100,6 +106,22 @@ PREMISE = re.compile(
     r"^\s*((?:if|in a world|imagine|suppose|assume)\b.*?)(?:,\s*(?:draw|show|depict|generate|create|illustrate|render|paint)\b|\.\s)",
     re.IGNORECASE | re.DOTALL,
 )
+_DRAW = r"(?:please\s+)?(?:draw|show|depict|generate|create|illustrate|render|paint)\b"
+_SENTENCE_END = r"(?:\.(?=\s+[A-Z(]|\s*$)|$)"  # a full stop before a capital or at the end ("e.g.," does not end one)
+# Premise patterns after the leading clause, tried in order on L3 then L2; each captures text that stands verbatim in the prompt.
+PREMISE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # "In a vacuum tube ..., if the gravitational acceleration is zero, draw ..." / "... lawn. If the lawn becomes ..., draw"
+    ("if_clause", re.compile(rf"(?:^|(?<=[.,;:])\s*)(if\b[^.]*?),\s*{_DRAW}", re.IGNORECASE)),
+    # "Draw the Sun in space, but assume hydrogen nuclear fusion inside it has ceased."
+    ("assume_clause", re.compile(rf",?\s*\bbut\s+(assum(?:e|ing)\b.+?){_SENTENCE_END}", re.IGNORECASE)),
+    # "A close-up of the Sun in a universe where gravity acts as a repulsive force."
+    ("world_where", re.compile(rf"\b((?:in\s+)?an?\s+(?:universe|world|reality)\s+(?:where|in which)\b.+?){_SENTENCE_END}",
+                               re.IGNORECASE)),
+)
+# "Gravity is repulsive. A diagram showing ...": an L2 that opens with a statement the L3 prompt lacks.
+L2_STATEMENT = re.compile(rf"^\s*([A-Z][^.]*?){_SENTENCE_END}")
+# Last resort on L3: "A diagram of the solar system where the gravitational force ... is repulsive."
+WHERE_CLAUSE = re.compile(rf"\b(where\b.+?){_SENTENCE_END}", re.IGNORECASE)
 
 
 class ReleaseError(ValueError):
@@ -164,6 +186,7 @@ class ImportReport:
     rejected: list[Rejection] = field(default_factory=list)
     files: dict[str, FileCount] = field(default_factory=dict)
     flags: Counter = field(default_factory=Counter)
+    premise_patterns: Counter = field(default_factory=Counter)  # how each extracted premise was found
     ignored_files: list[str] = field(default_factory=list)  # JSON files outside the three release folders
     rules: tuple[str, ...] = MAPPING_RULES
 
@@ -188,6 +211,7 @@ class ImportReport:
             "per_domain": self.per_domain,
             "probes_per_kind": dict(sorted(Counter(p.kind for p in self.probes).items())),
             "flags": dict(sorted(self.flags.items())),
+            "premise_patterns": dict(sorted(self.premise_patterns.items())),
             "rejection_reasons": self.rejection_reasons(),
             "rejected": [r.to_dict() for r in self.rejected],
             "ignored_files": list(self.ignored_files),
@@ -273,12 +297,29 @@ def _domain_prefix(rel_in_prompt: str) -> tuple[str, str] | None:
     return None
 
 
-def _premise(*prompts: str) -> str:
-    for prompt in prompts:
+def extract_premise(l3: str, l2: str) -> tuple[str, str]:
+    """The counterfactual premise as it stands in the prompts, and the pattern that found it ("" and "" when none).
+
+    The leading "If / In a world / Imagine ..." clause first (L3, then L2), then an "if" clause ending
+    at ", draw", a "but assume" clause, an "in a universe where" clause, an opening L2 statement that
+    L3 does not contain, and an L3 "where" clause."""
+    for prompt in (l3, l2):
         match = PREMISE.match(prompt)
         if match:
-            return _clean(match.group(1)).rstrip(" ,.")
-    return ""
+            return _clean(match.group(1)).rstrip(" ,."), "leading_clause"
+    for name, pattern in PREMISE_PATTERNS:
+        for prompt in (l3, l2):
+            match = pattern.search(prompt)
+            if match:
+                return _clean(match.group(1)).rstrip(" ,."), name
+    match = L2_STATEMENT.match(l2)
+    if match and not re.search(r"\b(?:draw|show|depict)\b", match.group(1), re.IGNORECASE) \
+            and _clean(match.group(1)) not in _clean(l3):
+        return _clean(match.group(1)), "l2_statement"
+    match = WHERE_CLAUSE.search(l3)
+    if match:
+        return _clean(match.group(1)).rstrip(" ,."), "where_clause"
+    return "", ""
 
 
 # ----------------------------------------------------------------------------- importer
@@ -380,8 +421,10 @@ class _Importer:
             for lvl, ap in (("l1", ap1), ("l2", ap2), ("l3", ap3)):
                 if not ap:
                     flags.append(f"missing_ap_{lvl}")
-            counterfactual = _premise(prompts["l3"], prompts["l2"])
-            if not counterfactual:
+            counterfactual, pattern = extract_premise(prompts["l3"], prompts["l2"])
+            if counterfactual:
+                self.report.premise_patterns[pattern] += 1
+            else:
                 flags.append("counterfactual_not_extracted")
             canonical = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
             scenario = Scenario(
