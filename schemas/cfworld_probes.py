@@ -38,7 +38,7 @@ class RuleProbe:
     domain: str
     law: str  # the factual law
     variant: str  # factual / counterfactual
-    perturbation: str  # none / reverse / rotate_cw / rotate_ccw / gravity_<direction>
+    perturbation: str  # none / reverse / rotate_<cw or ccw>_<45, 90 or 135>
     layout: str  # where the driving element sits ("" for rules whose outcome ignores positions)
     counterfactual: str  # the counterfactual rule as stated in the prompt ("" when factual)
     prompt: str

@@ -22,9 +22,12 @@ from vrforge.generators.cfworld.probes.denominalize import (
 )
 from vrforge.generators.cfworld.probes.rule_decoupling import (
     DIRECTIONS,
+    PERTURBATIONS,
     POINTING,
     generate_rule_probes,
+    named_directions,
     perturbed_direction,
+    possible,
     rotate,
 )
 from vrforge.generators.cfworld.probes.rules import RULES
@@ -68,20 +71,58 @@ def test_directions_within_a_rule_are_pairwise_distinct_and_perturbations_unique
         mine = [p for p in probes if p.rule_id == rule.key]
         assert len({p.expected_direction for p in mine}) == 6, rule.key
         assert len({p.assessment_point for p in mine}) == 6, rule.key
-        cf = [p.perturbation for p in mine if p.variant == "counterfactual"]
+        cf = [(p.layout, p.perturbation) for p in mine if p.variant == "counterfactual"]
         assert len(set(cf)) == len(cf), rule.key
     kinds = Counter(p.perturbation for p in probes)
-    for name in ("reverse", "rotate_cw", "rotate_ccw", "gravity_down", "gravity_left", "gravity_right", "gravity_up"):
-        assert kinds[name] >= 5, (name, kinds)
+    for name in PERTURBATIONS:
+        assert kinds[name] >= 8, (name, kinds)
+
+
+def test_no_counterfactual_rule_names_a_screen_direction():
+    cf = [p for p in generate_rule_probes() if p.variant == "counterfactual"]
+    assert len(cf) == 138
+    assert [p.id for p in cf if named_directions(p.counterfactual)] == []
+    # The answer is not in the statement: it follows from the scene and the changed law.
+    assert all(p.expected_direction not in named_directions(p.counterfactual) for p in cf)
+
+
+def test_named_directions_finds_what_the_old_gravity_rules_said():
+    assert named_directions("a gravity that pulls towards the top-left corner") == {"up-left"}
+    assert named_directions("a gravity that pulls to the right") == {"right"}
+    assert named_directions("it moves upwards and then to the lower left") == {"up", "down-left"}
+    assert named_directions("heat flows from a cold body to a hot one") == set()
 
 
 def test_direction_calculus():
     assert rotate("up", -2) == "right"  # clockwise on the canvas
     assert rotate("up", 2) == "left"
     assert perturbed_direction("reverse", "up-left") == "down-right"
-    assert perturbed_direction("gravity_down_left", "up") == "down-left"
+    assert perturbed_direction("rotate_cw_45", "up") == "up-right"
+    assert perturbed_direction("rotate_ccw_135", "right") == "up-left"
     for direction in DIRECTIONS:
-        assert perturbed_direction("rotate_cw", perturbed_direction("rotate_ccw", direction)) == direction
+        assert perturbed_direction("rotate_cw_90", perturbed_direction("rotate_ccw_90", direction)) == direction
+
+
+def test_answers_respect_what_the_scene_allows():
+    rules = {rule.key: rule for rule in RULES}
+    probes = generate_rule_probes()
+    # A ball on a ramp rising towards the top-left never moves into the ramp (down-left, down, left).
+    assert not possible(rules["slope-roll"], "up-left", "left") and possible(rules["slope-roll"], "up-left", "up-right")
+    for p in probes:
+        assert possible(rules[p.rule_id], p.layout or None, p.expected_direction), p.id
+    river = [p for p in probes if p.rule_id == "river-flow" and p.variant == "counterfactual"]
+    assert {p.perturbation for p in river} == {"reverse"} and len({p.layout for p in river}) == 4
+
+
+def test_rule_prompts_read_as_english():
+    probes = generate_rule_probes()
+    spring = [p.prompt for p in probes if p.rule_id == "spring-push"]
+    assert all("from on the" not in p and "from in the" not in p and "from at the" not in p for p in spring)
+    assert "pressed against it from the left." in spring[0]
+    for p in probes:
+        assert "  " not in p.prompt and ".." not in p.prompt and " ," not in p.prompt, p.id
+        assert re.fullmatch(r"On a plain white background, draw [^.]+\.( Set a counterfactual rule: [^.]+\.)? Draw [^.]+\.",
+                            p.prompt), p.id
 
 
 def test_factual_answers_follow_the_law():
@@ -93,8 +134,9 @@ def test_factual_answers_follow_the_law():
     assert [(p.layout, p.expected_direction) for p in magnet] == [("left", "left"), ("up-right", "up-right")]
     fall = next(p for p in probes.values() if p.rule_id == "falling-ball" and p.variant == "factual")
     assert fall.expected_direction == "down" and fall.layout == ""
-    gravity = [p for p in probes.values() if p.perturbation.startswith("gravity_")]
-    assert all("gravity that pulls" in p.prompt for p in gravity)
+    heat = next(p for p in probes.values() if p.rule_id == "heat-conduction" and p.perturbation == "reverse")
+    assert "heat flows from a cold body to a hot one" in heat.prompt
+    assert heat.expected_direction == heat.layout  # towards the hot body, which the scene places
 
 
 def test_rule_probes_are_deterministic():
