@@ -4,6 +4,8 @@
   counterfactual perturbation of it) with the direction the answer arrow must point.
 - ``AttributeProbe``: one member of an attribute pair (a rare attribute on an object, or the
   common attribute it replaces), grouped by ``pair_id``.
+- ``EntityProbe``: one member of an entity co-occurrence pair (an entity in an unusual context,
+  or in the context where it belongs), grouped by ``pair_id``.
 - ``DenominalizedProbe``: a scenario's L2 prompt with the outcome's nouns and attributes
   replaced by visual descriptions, the counterfactual premise unchanged.
 
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 
 RULE_VARIANTS = ("factual", "counterfactual")
 ATTRIBUTE_VARIANTS = ("rare", "common")
+ENTITY_VARIANTS = ("unusual", "factual")
 ATTRIBUTE_KINDS = ("colour", "shape", "material", "texture", "size", "pattern", "state")
 DENOMINALIZATION_MODES = ("lexicon", "llm")
 REPLACEMENT_KINDS = ("noun", "attribute")
@@ -86,6 +89,32 @@ class AttributeProbe:
 
 
 @dataclass(frozen=True)
+class EntityProbe:
+    id: str
+    pair_id: str
+    variant: str  # unusual / factual
+    entity: str
+    action: str
+    context: str  # where this prompt puts the entity
+    counterpart: str  # the other member's context
+    prompt: str
+    assessment_point: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def validate(self) -> list[str]:
+        problems = _string_fields_empty(self)
+        if self.variant not in ENTITY_VARIANTS:
+            problems.append(f"variant {self.variant!r} is not one of {', '.join(ENTITY_VARIANTS)}")
+        if self.context == self.counterpart:
+            problems.append("context and counterpart are the same")
+        if self.context not in self.prompt or self.entity not in self.prompt:
+            problems.append("the prompt does not name the entity and its context")
+        return problems
+
+
+@dataclass(frozen=True)
 class Replacement:
     term: str  # as it appeared in the prompt
     description: str  # what replaced it
@@ -146,6 +175,16 @@ def attribute_probe_features() -> datasets.Features:
     return datasets.Features({
         "id": string, "pair_id": string, "variant": string, "object": string, "attribute_kind": string,
         "attribute": string, "counterpart": string, "prompt": string, "assessment_point": string,
+    })
+
+
+def entity_probe_features() -> datasets.Features:
+    import datasets
+
+    string = datasets.Value("string")
+    return datasets.Features({
+        "id": string, "pair_id": string, "variant": string, "entity": string, "action": string, "context": string,
+        "counterpart": string, "prompt": string, "assessment_point": string,
     })
 
 

@@ -20,6 +20,8 @@ from vrforge.generators.cfworld.probes.denominalize import (
     parse_lexicon,
     term_variants,
 )
+from vrforge.generators.cfworld.probes.entity_cooccurrence import generate_entity_probes
+from vrforge.generators.cfworld.probes.entity_pairs import ENTITY_PAIRS
 from vrforge.generators.cfworld.probes.rule_decoupling import (
     DIRECTIONS,
     PERTURBATIONS,
@@ -147,6 +149,44 @@ def test_rule_probes_are_deterministic():
 def test_repeated_rule_key_is_refused():
     with pytest.raises(ValueError, match="unique"):
         generate_rule_probes(RULES + RULES[:1])
+
+
+# ----------------------------------------------------------------------------- entity co-occurrence
+
+def test_entity_probe_matches_the_official_size_and_pairs_minimally():
+    probes = generate_entity_probes()
+    assert len(ENTITY_PAIRS) == 113 and len(probes) == 226
+    assert Counter(p.variant for p in probes) == {"unusual": 113, "factual": 113}
+    assert len({p.id for p in probes}) == 226 and len({p.prompt for p in probes}) == 226
+    for unusual, factual in zip(probes[::2], probes[1::2], strict=True):
+        assert unusual.pair_id == factual.pair_id and (unusual.variant, factual.variant) == ("unusual", "factual")
+        assert unusual.validate() == [] and factual.validate() == []
+        # Only the context differs between the two members.
+        assert unusual.prompt.replace(unusual.context, factual.context) == factual.prompt
+        assert unusual.counterpart == factual.context and factual.counterpart == unusual.context
+        assert re.fullmatch(r"An? [^.]+\.", unusual.prompt) and unusual.assessment_point.startswith(f"The {unusual.entity} is ")
+    camel = probes[0]
+    assert (camel.prompt, camel.assessment_point) == ("A camel walking across a snowy glacier.",
+                                                       "The camel is walking across a snowy glacier")
+    assert next(p for p in probes if p.entity == "elephant").prompt.startswith("An elephant ")
+
+
+def test_official_release_entity_probe_has_the_same_shape():
+    path = external("cf-world", "prompt_ablation", "attribute_decouple.json")
+    if not path.is_file():
+        pytest.skip(f"official probe file not found at {path}")
+    import json
+
+    official = Counter(r["category"] for r in json.loads(path.read_text(encoding="utf-8")))
+    ours = Counter({"unusual": "unusual", "factual": "factual"}[p.variant] for p in generate_entity_probes())
+    assert official == ours == {"unusual": 113, "factual": 113}
+
+
+def test_repeated_entity_or_same_context_is_refused():
+    with pytest.raises(ValueError, match="repeated"):
+        generate_entity_probes(ENTITY_PAIRS + ENTITY_PAIRS[:1])
+    with pytest.raises(ValueError, match="same"):
+        generate_entity_probes((("cat", "sleeping", "on a sofa", "on a sofa"),))
 
 
 # ----------------------------------------------------------------------------- attribute decoupling
