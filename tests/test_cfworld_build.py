@@ -162,7 +162,7 @@ def test_audit_passes_and_publish_plan_accepts_the_folder(built, tmp_path):
     shutil.copytree(built, copy)
     report = audit_cfworld(copy)
     assert report["passed"], report["problems"]
-    assert report["rows_checked"] == 3 + 198 + 218 + 2
+    assert report["rows_checked"] == 3 + 198 + 218 + 226 + 2
     plan = plan_upload(copy, "org/cfworld")
     assert plan.tag == "v0.0.1" and ("data/scenarios/test-00000-of-00001.parquet" in dict(plan.files))
     (copy / "data" / "rule_decoupling" / "test-00000-of-00001.parquet").write_bytes(b"tampered")

@@ -13,12 +13,15 @@ from shared_data import external
 from vrforge.generators.cfworld.probes.attribute_decoupling import generate_attribute_probes
 from vrforge.generators.cfworld.probes.denominalize import (
     LexiconError,
+    _description_words,
+    _parse_description,
     apply_lexicon,
+    banned_words,
     denominalize_with_lexicon,
     denominalize_with_llm,
     load_lexicon,
     parse_lexicon,
-    term_variants,
+    target_terms,
 )
 from vrforge.generators.cfworld.probes.entity_cooccurrence import generate_entity_probes
 from vrforge.generators.cfworld.probes.entity_pairs import ENTITY_PAIRS
@@ -243,17 +246,25 @@ BEAR = scenario("biology-0001",
 NOTHING = scenario("biology-0002", "If time ran backwards, draw an hourglass on a shelf.", "If time ran backwards")
 
 
+def rewrite(prompt: str, outcome: str, lexicon=None) -> tuple[str, Counter]:
+    """The lexicon rewrite of a prompt whose premise is its first clause (up to the first comma)."""
+    lexicon = lexicon or load_lexicon()
+    skipped: Counter = Counter()
+    text, _ = apply_lexicon(prompt, lexicon, prompt.split(",")[0], target_terms(outcome, lexicon), banned_words(outcome, lexicon),
+                            skipped)
+    return text, skipped
+
+
 def test_lexicon_replaces_nouns_and_attributes_and_keeps_the_premise():
     report = denominalize_with_lexicon([BEAR, NOTHING])
     (probe,) = report.probes
     assert probe.validate() == []
-    assert probe.prompt.startswith("If mammals performed photosynthesis like plants, draw ")  # the law is untouched
+    assert probe.prompt == ("If mammals performed photosynthesis like plants, draw a large heavy four-legged animal with a small head "
+                            "and broad paws. The large heavy four-legged animal's dense coat of soft hairs should be vibrant "
+                            "leaf-coloured.")
     assert probe.premise == BEAR.counterfactual and probe.law == BEAR.law and probe.counterfactual == BEAR.counterfactual
-    outcome = probe.prompt[len(probe.premise):]
-    for term in ("polar bear", "bear", "green"):  # "fur" may come back inside a description
-        assert not re.search(rf"\b{term}\b", outcome, re.IGNORECASE), term
     assert "plants" in probe.prompt  # a lexicon term inside the premise stays
-    assert {r.term for r in probe.replacements} == {"polar bear", "Bear", "fur", "green"}
+    assert [r.term for r in probe.replacements] == ["polar bear", "Bear", "fur", "green"]
     assert {r.kind for r in probe.replacements} == {"noun", "attribute"}
     assert probe.source_prompt == BEAR.levels["l2"].prompt and probe.assessment_point == "The polar bear's fur is green"
     # the unchanged prompt is reported, not passed through
@@ -261,18 +272,56 @@ def test_lexicon_replaces_nouns_and_attributes_and_keeps_the_premise():
     assert report.to_dict()["unchanged"] == ["biology-0002"]
 
 
-def test_lexicon_matching_is_whole_word_longest_first_and_case_preserving():
-    lexicon = parse_lexicon({"nouns": {"bear": "big furry animal", "polar bear": "big white animal"},
+def test_a_description_never_carries_the_tested_attribute():
+    # The outcome is a fur colour: the polar bear's first description ("thick white fur and a black nose") is passed over.
+    text, _ = rewrite("If mammals photosynthesised, draw a polar bear on the ice.", "The polar bear's fur is green")
+    assert text == "If mammals photosynthesised, draw a large heavy four-legged animal with a small head and broad paws on the ice."
+    # A size outcome: the size words are cut out of the description that has them.
+    text, _ = rewrite("If bears were tiny, draw two polar bears on the ice.", "The polar bears are tiny")
+    assert text == "If bears were tiny, draw two four-legged animals on the ice."
+    # No colour for a thing the prompt itself colours ("a red horseshoe magnet"): the colourless description is used.
+    text, _ = rewrite("If magnets repelled iron, draw a red horseshoe magnet.", "Nails fly off the magnet")
+    assert text == "If magnets repelled iron, draw a red horseshoe piece of metal."
+
+
+def test_compound_modifiers_stay_and_names_stay():
+    text, skipped = rewrite("If salt did not exist, draw coastal salt pans. Show that the pans hold no salt.", "The pans hold no salt")
+    assert text == "If salt did not exist, draw coastal salt pans. Show that the pans hold no heap of small white cubic grains."
+    assert skipped == {"compound modifier: salt": 1}
+    text, skipped = rewrite("If rivers ran dry, draw the Colorado River's course.", "The river is dry")
+    assert "Colorado River" in text and skipped == {"part of a name: river": 1}
+    text, _ = rewrite("If ropes were rigid, draw a rope-like bundle.", "The rope is rigid")
+    assert "rope-like" in text  # part of a hyphenated word
+
+
+def test_agreement_number_articles_and_adjectives():
+    # A plural noun gets a plural head; "an elephant" keeps an article that agrees with the description.
+    text, _ = rewrite("If bears were purple, draw an elephant beside two polar bears.", "The polar bears are purple")
+    assert text.endswith("beside two large heavy four-legged animals with a small head and broad paws.")
+    text, _ = rewrite("If elephants were pink, draw an elephant.", "The elephant is pink")
+    assert text == "If elephants were pink, draw a huge animal with a long trunk and large flapping ears."
+    text, _ = rewrite("If bears were orange, draw an orange bear.", "The bear is orange")
+    assert text.startswith("If bears were orange, draw a tangerine-coloured ")
+    # Adjectives already before the noun: the description's own adjectives are dropped, no pile-up.
+    text, _ = rewrite("If heat did not melt snow, draw a snowman with crisp, sharp snow.", "The snowman keeps its snow")
+    assert text == "If heat did not melt snow, draw a snowman with a crisp, sharp layer of soft white flakes."
+    assert "sharp soft" not in text
+    # A bare mass noun becomes a countable description with its article.
+    text, _ = rewrite("If salt made ice thicker, draw a pavement covered in thicker ice.", "The pavement has thicker ice")
+    assert text == "If salt made ice thicker, draw a pavement covered in a thicker layer."
+    # A possessive keeps only the description's noun phrase before "'s".
+    text, _ = rewrite("If rabbits were fierce, draw a carrot biting a rabbit's nose.", "The carrot bites the rabbit")
+    assert text == "If rabbits were fierce, draw a carrot biting a small furry animal's nose."
+
+
+def test_lexicon_matching_by_lemma_and_case():
+    lexicon = parse_lexicon({"nouns": {"bear": "big furry animal", "polar bear": "big pale animal"},
                              "attributes": {"red": "tomato-coloured"}})
-    text, replacements = apply_lexicon("Polar bears and a BEAR near a bearded man; red-hot, Red bear.", lexicon)
-    # "bears" is not a term of this lexicon (no partial match); "bearded" and "red-hot" are other words
-    assert text == "Polar bears and a BIG FURRY ANIMAL near a bearded man; red-hot, Tomato-coloured big furry animal."
-    text, _ = apply_lexicon("A polar bear.", lexicon)
-    assert text == "A big white animal."
-    lexicon = parse_lexicon({"nouns": {"elephant": "huge grey animal", "owl": "night bird"}})
-    text, _ = apply_lexicon("An elephant, an owl and AN ELEPHANT; a banana and an elephant's trunk.", lexicon)
-    assert text == "A huge grey animal, a night bird and A HUGE GREY ANIMAL; a banana and a huge grey animal's trunk."
-    assert [r.term for r in replacements] == ["BEAR", "Red", "bear"]
+    text, replacements = apply_lexicon("Polar bears and a BEAR sit near a bearded man. A red-hot stove warms a red bear.", lexicon)
+    # "bears" is a bear by its lemma; "bearded" and "red-hot" are other words
+    # "a red bear" already has an adjective: the description joins from its head on ("animal"), no pile-up
+    assert text == "Big pale animals and a BIG FURRY ANIMAL sit near a bearded man. A red-hot stove warms a tomato-coloured animal."
+    assert [r.term for r in replacements] == ["Polar bears", "BEAR", "red", "bear"]
 
 
 def test_only_the_outcome_targets_are_replaced():
@@ -284,12 +333,6 @@ def test_only_the_outcome_targets_are_replaced():
     assert {r.term for r in probe.replacements} == {"Leaves", "blue"}
     everything = denominalize_with_lexicon([source], outcome_only=False).probes[0]
     assert {r.term for r in everything.replacements} == {"plant", "table", "window", "Leaves", "blue"}
-
-
-def test_term_variants():
-    assert term_variants("polar bear") >= {"polar bear", "polar bears", "bear"}
-    assert term_variants("leaf") >= {"leaf", "leaves"} and "leaf" in term_variants("leaves")
-    assert "butterfly" in term_variants("butterflies") and "tomato" in term_variants("tomatoes")
 
 
 def test_premise_found_without_the_scenario_counterfactual():
@@ -307,9 +350,11 @@ def test_prompt_without_premise_is_reported():
 @pytest.mark.parametrize("data, message", [
     ([], "expected a mapping"),
     ({"nouns": {"bear": ""}}, "non-empty"),
+    ({"nouns": {"bear": []}}, "non-empty"),
     ({"nouns": {"bear": "x"}, "attributes": {"Bear": "y"}}, "appears twice"),
     ({"verbs": {}}, "unknown section"),
     ({"nouns": {}}, "no terms"),
+    ({"nouns": {"bear": "x"}, "kinds": {"colour": "red"}}, "kinds"),
 ])
 def test_malformed_lexicon_is_one_line(data, message):
     with pytest.raises(LexiconError, match=message) as info:
@@ -327,21 +372,37 @@ def test_lexicon_file_errors(tmp_path):
     assert len(load_lexicon().entries) > 200
 
 
-def test_no_description_names_its_own_term():
-    for term, entry in load_lexicon().entries.items():
-        assert not re.search(rf"\b{re.escape(term)}\b", entry.description, re.IGNORECASE), term
+def test_packaged_lexicon_descriptions_are_well_formed():
+    lexicon = load_lexicon()
+    assert {"colour", "size", "temperature"} <= set(lexicon.kinds)
+    assert "grandmother" not in lexicon.entries  # a relation, not a look
+    for term, entry in lexicon.entries.items():
+        for description in entry.descriptions:
+            assert not re.search(rf"\b{re.escape(term)}\b", description, re.IGNORECASE), term
+            assert "," not in description, term  # a comma inside a sentence breaks it
+            if entry.kind == "noun" and not term.endswith("s") and term != "people":
+                _, _, tags, head, _ = _parse_description(description)
+                assert tags[head] in ("NN", "NNP"), (term, description)  # a singular term gets a singular description
 
 
 @pytest.mark.skipif(not OFFICIAL.is_dir(), reason=f"the official CF-World release is absent at {OFFICIAL}")
-def test_lexicon_covers_most_official_l2_prompts_and_keeps_every_premise():
+@pytest.mark.parametrize("step", [pytest.param(1, marks=pytest.mark.slow), 8])
+def test_lexicon_on_the_official_l2_prompts(step):
     from vrforge.generators.cfworld.importer import import_release
 
-    scenarios = import_release(OFFICIAL).scenarios
-    report = denominalize_with_lexicon(scenarios)
+    scenarios = import_release(OFFICIAL).scenarios[::step]
+    lexicon = load_lexicon()
+    report = denominalize_with_lexicon(scenarios, lexicon)
     assert len(report.probes) + len(report.unchanged) == len(scenarios)
-    # Only terms the assessment point names are targets; 749 of 1,092 official prompts have one in the lexicon.
-    assert len(report.probes) >= 0.6 * len(scenarios)
-    assert all(p.validate() == [] for p in report.probes)
+    # Only terms the assessment point names are targets; 669 of the 1,092 official prompts are rewritten.
+    assert len(report.probes) >= 0.55 * len(scenarios)
+    by_id = {s.id: s for s in scenarios}
+    for probe in report.probes:
+        assert probe.validate() == [], probe.id
+        banned = banned_words(by_id[probe.scenario_id].levels["l2"].assessment_point, lexicon)
+        for r in probe.replacements:
+            if r.kind == "noun":
+                assert not _description_words(r.description) & banned, (probe.id, r)
 
 
 def make_client(fake: FakeOpenAI, tmp_path: Path) -> ChatClient:
