@@ -289,6 +289,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("cfworld", help="CF-World scenarios")
     cfworld = p.add_subparsers(dest="cfworld_command", required=True)
+    p.subcommands = cfworld  # command modules (vrforge.commands) add their cfworld subcommands here
     q = cfworld.add_parser("import", help="import the official CF-World release files into the scenario schema")
     q.add_argument("path", help="the release folder (prompt/, eval_questions/, prompt_ablation/)")
     q.add_argument("--out", help="output folder (default ./cfworld-import)")
