@@ -233,7 +233,7 @@ def _lookup(doc: Doc | Span, index: int, lexicon: Lexicon) -> tuple[int, str] | 
                 continue
             if entry.kind == "noun" and token.tag_ in NOUN_TAGS:
                 return index - size + 1, key
-            if entry.kind == "attribute" and size == 1 and token.pos_ == "ADJ":
+            if entry.kind == "attribute" and size == 1 and (token.pos_ == "ADJ" or token.dep_ in ("acomp", "oprd", "amod")):
                 return index, key
     return None
 
@@ -251,7 +251,7 @@ def target_terms(assessment_point: str, lexicon: Lexicon) -> set[str]:
     found: set[str] = set()
     for i in range(len(doc)):
         hit = _lookup(doc, i, lexicon)
-        if hit:
+        if hit and not _hyphenated(doc, hit[0], i):  # "white" in "cream-white" is not a target
             found.add(hit[1])
     heads = {term.split()[-1] for term in found if " " in term and term.split()[-1] in lexicon.entries}
     return found | heads
@@ -441,11 +441,14 @@ def _edits(doc: Doc, span: tuple[int, int] | None, lexicon: Lexicon, targets: se
 def _needs_article(doc: Doc, start: int, index: int, description: str) -> bool:
     """Whether a singular noun standing without a determiner needs "a" once it is a described thing."""
     last = doc[index]
-    if last.tag_ != "NN" or last.dep_ == "compound":
+    if last.tag_ != "NN" or last.dep_ in ("compound", "conj"):  # "the face and shirt": the determiner is shared
         return False
     if any(c.dep_ in ("det", "poss", "nummod", "predet") for c in last.children):
         return False
     if last.dep_ == "pobj" and last.head.lower_ == "of":  # "a field of deep snow" keeps its partitive
+        return False
+    left = min([t.i for c in last.children if c.i < start for t in c.subtree] + [start])
+    if left > 0 and doc[left - 1].tag_ in ("DT", "PRP$", "POS", "CD", "WDT", "PDT"):  # "the beach and palm fronds"
         return False
     _, _, tags, head, _ = _parse_description(description)
     return tags[head] in ("NN", "NNP")
