@@ -235,7 +235,10 @@ def _lookup(doc: Doc | Span, index: int, lexicon: Lexicon) -> tuple[int, str] | 
                 continue
             if entry.kind == "noun" and token.tag_ in NOUN_TAGS:
                 return index - size + 1, key
-            if entry.kind == "attribute" and size == 1 and token.pos_ not in ("VERB", "AUX"):  # not "is burning'
+            # An adjective, or a colour word the parser took for a noun as a complement ("painted red"); not a verb
+            # ("is burning") and not a noun of its own ("the gold, silver and bronze medallists").
+            if entry.kind == "attribute" and size == 1 and (
+                    token.pos_ == "ADJ" or (token.pos_ == "NOUN" and token.dep_ in ("dobj", "oprd", "acomp", "attr"))):
                 return index, key
     return None
 
