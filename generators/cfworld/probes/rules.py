@@ -204,7 +204,7 @@ RULES: tuple[Rule, ...] = (
          "the positive ions' motion", "Black arrow", "toward", ("right", "down"),
          reversal="positive ions move towards the positive electrode"),
     Rule("gas-leak", "chemistry", "Gas escapes from a high-pressure tank into the empty space around it.",
-         "a grey gas cylinder with an open valve {at_pos} in an empty room",
+         "a grey gas cylinder lying {at_pos} of an empty room, its open valve facing the middle of the room",
          "grey arrows starting from the valve", "the direction in which the gas moves",
          "the escaping gas", "Grey arrows", "away", ("left", "up-left"),
          reversal="gas flows from the space around a tank into the tank, even through an open valve"),
