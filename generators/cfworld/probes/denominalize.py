@@ -2,8 +2,8 @@
 
 "If mammals performed photosynthesis, draw a polar bear. The bear's fur should be green"
 becomes "If mammals performed photosynthesis, draw a large heavy four-legged animal with a
-small head and rounded ears. The large heavy four-legged animal's dense coat of hairs should
-be leaf-coloured": the counterfactual premise stays word for word, the nouns and attributes the
+small head and broad paws. The large heavy four-legged animal's dense coat of soft hairs
+should be leaf-coloured": the counterfactual premise stays word for word, the nouns and attributes the
 outcome is about become visual descriptions, so a model can no longer lean on the name of the
 thing it has seen drawn a thousand times.
 
