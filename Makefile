@@ -15,7 +15,7 @@ LIMIT_FLAG := $(if $(LIMIT),--limit $(LIMIT),)
 # torch is pinned first: a bare `torch` requirement lets pip pick a newer build (multi-GB on
 # PyPI) that the evaluation extras' pins then fight with.
 TORCH ?= torch==2.13.0
-EXTRAS ?= dev,eval,distributed,drift
+EXTRAS ?= dev,eval,distributed,drift,probes
 
 $(BIN)/vrforge: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -1,7 +1,7 @@
 """The CF-World release: curated seed scenarios and the three probes as one Hugging Face dataset folder.
 
 recipe (TOML, ``kind = "cfworld"``) -> seed scenarios (``generators/cfworld/seeds/*.yaml``)
--> configs ``scenarios``, ``rule_decoupling``, ``attribute_decoupling``, ``denominalized``
+-> configs ``scenarios``, ``rule_decoupling``, ``attribute_decoupling``, ``entity_cooccurrence``, ``denominalized``
 (the seeds' L2 prompts through the offline lexicon) -> one parquet file per config
 (``data/<config>/test-00000-of-00001.parquet``; CF-World is an evaluation set, so every
 config has the single split ``test`` and the domain is a column) -> README.md card ->
@@ -34,20 +34,22 @@ from vrforge.schemas.cfworld import Scenario, cfworld_features, scenario_schema_
 from vrforge.schemas.cfworld_probes import (
     AttributeProbe,
     DenominalizedProbe,
+    EntityProbe,
     Replacement,
     RuleProbe,
     attribute_probe_features,
     denominalized_probe_features,
+    entity_probe_features,
     rule_probe_features,
 )
 from vrforge.schemas.layout import AUDIT_FILE, BOOKKEEPING_FILES, CARD_FILE, MANIFEST_FILE
 
 KIND = "cfworld"
-CONFIGS = ("scenarios", "rule_decoupling", "attribute_decoupling", "denominalized")
+CONFIGS = ("scenarios", "rule_decoupling", "attribute_decoupling", "entity_cooccurrence", "denominalized")
 SPLIT = "test"
 KNOWN_KEYS = {"kind", "name", "version", "license", "seeds", "lexicon", "configs"}
 EXIT_USAGE = 2
-PROBE_VERSION = "1"  # bump when the probe generators or tables change what they produce
+PROBE_VERSION = "2"  # bump when the probe generators or tables change what they produce
 
 
 # libyaml's loader when present: the pure-Python one takes seconds per thousand scenarios.
@@ -217,12 +219,14 @@ class Tables:
 
 def _features(config: str):
     return {"scenarios": cfworld_features, "rule_decoupling": rule_probe_features,
-            "attribute_decoupling": attribute_probe_features, "denominalized": denominalized_probe_features}[config]()
+            "attribute_decoupling": attribute_probe_features, "entity_cooccurrence": entity_probe_features,
+            "denominalized": denominalized_probe_features}[config]()
 
 
 def build_tables(recipe: CfworldRecipe) -> Tables:
     from vrforge.generators.cfworld.probes.attribute_decoupling import generate_attribute_probes
     from vrforge.generators.cfworld.probes.denominalize import LexiconError, denominalize_with_lexicon, load_lexicon
+    from vrforge.generators.cfworld.probes.entity_cooccurrence import generate_entity_probes
     from vrforge.generators.cfworld.probes.rule_decoupling import generate_rule_probes
 
     needs_seeds = "scenarios" in recipe.configs or "denominalized" in recipe.configs
@@ -239,6 +243,8 @@ def build_tables(recipe: CfworldRecipe) -> Tables:
         rows["rule_decoupling"] = [p.to_dict() for p in generate_rule_probes()]
     if "attribute_decoupling" in recipe.configs:
         rows["attribute_decoupling"] = [p.to_dict() for p in generate_attribute_probes()]
+    if "entity_cooccurrence" in recipe.configs:
+        rows["entity_cooccurrence"] = [p.to_dict() for p in generate_entity_probes()]
     if "denominalized" in recipe.configs:
         try:
             lexicon = load_lexicon(recipe.lexicon)
@@ -313,6 +319,7 @@ CONFIG_DESCRIPTIONS = {
     "scenarios": "a counterfactual scenario: law, change, L1/L2/L3 prompts with assessment points, judge questions",
     "rule_decoupling": "a symbolic scene under its real law or a counterfactual perturbation, with the expected arrow direction",
     "attribute_decoupling": "one member (rare or common) of an attribute minimal pair",
+    "entity_cooccurrence": "one member (unusual or factual context) of an entity co-occurrence pair",
     "denominalized": "a scenario's L2 prompt with the outcome's names replaced by visual descriptions",
 }
 
@@ -540,6 +547,8 @@ def _row_problems(config: str, row: dict[str, Any]) -> list[str]:
         return RuleProbe(**row).validate()
     if config == "attribute_decoupling":
         return AttributeProbe(**row).validate()
+    if config == "entity_cooccurrence":
+        return EntityProbe(**row).validate()
     if config == "denominalized":
         data = dict(row)
         data["replacements"] = tuple(Replacement(**r) for r in row["replacements"])

@@ -4,6 +4,8 @@
   counterfactual perturbation of it) with the direction the answer arrow must point.
 - ``AttributeProbe``: one member of an attribute pair (a rare attribute on an object, or the
   common attribute it replaces), grouped by ``pair_id``.
+- ``EntityProbe``: one member of an entity co-occurrence pair (an entity in an unusual context,
+  or in the context where it belongs), grouped by ``pair_id``.
 - ``DenominalizedProbe``: a scenario's L2 prompt with the outcome's nouns and attributes
   replaced by visual descriptions, the counterfactual premise unchanged.
 
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 
 RULE_VARIANTS = ("factual", "counterfactual")
 ATTRIBUTE_VARIANTS = ("rare", "common")
+ENTITY_VARIANTS = ("unusual", "factual")
 ATTRIBUTE_KINDS = ("colour", "shape", "material", "texture", "size", "pattern", "state")
 DENOMINALIZATION_MODES = ("lexicon", "llm")
 REPLACEMENT_KINDS = ("noun", "attribute")
@@ -38,7 +41,7 @@ class RuleProbe:
     domain: str
     law: str  # the factual law
     variant: str  # factual / counterfactual
-    perturbation: str  # none / reverse / rotate_cw / rotate_ccw / gravity_<direction>
+    perturbation: str  # none / reverse / rotate_<cw or ccw>_<45, 90 or 135>
     layout: str  # where the driving element sits ("" for rules whose outcome ignores positions)
     counterfactual: str  # the counterfactual rule as stated in the prompt ("" when factual)
     prompt: str
@@ -82,6 +85,32 @@ class AttributeProbe:
             problems.append(f"attribute_kind {self.attribute_kind!r} is not one of {', '.join(ATTRIBUTE_KINDS)}")
         if self.attribute == self.counterpart:
             problems.append("attribute and counterpart are the same")
+        return problems
+
+
+@dataclass(frozen=True)
+class EntityProbe:
+    id: str
+    pair_id: str
+    variant: str  # unusual / factual
+    entity: str
+    action: str
+    context: str  # where this prompt puts the entity
+    counterpart: str  # the other member's context
+    prompt: str
+    assessment_point: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def validate(self) -> list[str]:
+        problems = _string_fields_empty(self)
+        if self.variant not in ENTITY_VARIANTS:
+            problems.append(f"variant {self.variant!r} is not one of {', '.join(ENTITY_VARIANTS)}")
+        if self.context == self.counterpart:
+            problems.append("context and counterpart are the same")
+        if self.context not in self.prompt or self.entity not in self.prompt:
+            problems.append("the prompt does not name the entity and its context")
         return problems
 
 
@@ -146,6 +175,16 @@ def attribute_probe_features() -> datasets.Features:
     return datasets.Features({
         "id": string, "pair_id": string, "variant": string, "object": string, "attribute_kind": string,
         "attribute": string, "counterpart": string, "prompt": string, "assessment_point": string,
+    })
+
+
+def entity_probe_features() -> datasets.Features:
+    import datasets
+
+    string = datasets.Value("string")
+    return datasets.Features({
+        "id": string, "pair_id": string, "variant": string, "entity": string, "action": string, "context": string,
+        "counterpart": string, "prompt": string, "assessment_point": string,
     })
 
 

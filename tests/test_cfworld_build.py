@@ -82,7 +82,7 @@ def test_folder_layout(built):
 
 
 @pytest.mark.parametrize("config, rows", [("scenarios", 3), ("rule_decoupling", 198), ("attribute_decoupling", 218),
-                                          ("denominalized", 2)])
+                                          ("entity_cooccurrence", 226), ("denominalized", 2)])
 def test_every_config_loads_with_load_dataset(built, tmp_path, config, rows):
     ds = datasets.load_dataset(str(built), config, split="test", cache_dir=str(tmp_path / "cache"))
     assert ds.num_rows == rows
@@ -94,6 +94,8 @@ def test_every_config_loads_with_load_dataset(built, tmp_path, config, rows):
         assert row["assessment_point"] and row["expected_direction"] == "down"
     elif config == "attribute_decoupling":
         assert row["variant"] == "rare" and row["prompt"] == "A photo of a purple banana on a kitchen table."
+    elif config == "entity_cooccurrence":
+        assert row["variant"] == "unusual" and row["prompt"] == "A camel walking across a snowy glacier."
     else:
         assert row["scenario_id"] == "biology-metabolism-0001" and row["mode"] == "lexicon"
         assert row["prompt"].startswith("If mammals performed photosynthesis, draw ") and "polar bear" not in row["prompt"]
@@ -108,7 +110,7 @@ def test_card_lists_configs_features_and_split_sizes(built):
     assert meta["license"] == "cc-by-4.0" and meta["task_categories"] == ["text-to-image"]
     assert meta["pretty_name"] == "CF-World 0.0.1" and meta["size_categories"] == ["n<1K"]
     assert card_configs(card) == {c: {"test": f"data/{c}/test-*.parquet"} for c in CONFIGS}
-    assert [c.get("default", False) for c in meta["configs"]] == [True, False, False, False]
+    assert [c.get("default", False) for c in meta["configs"]] == [True, False, False, False, False]
     manifest = json.loads((built / "manifest.json").read_text(encoding="utf-8"))
     for info in meta["dataset_info"]:
         (split,) = info["splits"]
@@ -127,7 +129,8 @@ def test_manifest_hashes_every_file_and_reports_unchanged_prompts(built):
         assert entry["sha256"] == sha256_file(built / name) and entry["bytes"] == (built / name).stat().st_size
     assert manifest["kind"] == "cfworld" and manifest["version"] == "0.0.1" and len(manifest["config_hash"]) == 64
     assert manifest["rows"] == {"scenarios": {"test": 3}, "rule_decoupling": {"test": 198},
-                                "attribute_decoupling": {"test": 218}, "denominalized": {"test": 2}}
+                                "attribute_decoupling": {"test": 218}, "entity_cooccurrence": {"test": 226},
+                                "denominalized": {"test": 2}}
     assert manifest["denominalization"]["unchanged"] == ["biology-metabolism-0002"]
     assert manifest["scenarios_per_domain"] == {"biology": 2, "physics": 1}
 
@@ -159,7 +162,7 @@ def test_audit_passes_and_publish_plan_accepts_the_folder(built, tmp_path):
     shutil.copytree(built, copy)
     report = audit_cfworld(copy)
     assert report["passed"], report["problems"]
-    assert report["rows_checked"] == 3 + 198 + 218 + 2
+    assert report["rows_checked"] == 3 + 198 + 218 + 226 + 2
     plan = plan_upload(copy, "org/cfworld")
     assert plan.tag == "v0.0.1" and ("data/scenarios/test-00000-of-00001.parquet" in dict(plan.files))
     (copy / "data" / "rule_decoupling" / "test-00000-of-00001.parquet").write_bytes(b"tampered")

@@ -185,8 +185,43 @@ def test_missing_ap_l1_is_kept_flagged(report, by_id):
 def test_flag_counts(report):
     assert dict(report.flags) == {
         "ap_3_alias": 2, "ap_l2_from_l3": 6, "ap_l3_from_l2": 945, "category_from_filename": 41,
-        "counterfactual_not_extracted": 88, "missing_ap_l1": 1, "no_questions_l1": 1, "no_questions_l2": 6, "no_questions_l3": 6,
+        "missing_ap_l1": 1, "no_questions_l1": 1, "no_questions_l2": 6, "no_questions_l3": 6,
     }
+
+
+@needs_release
+def test_every_official_premise_is_extracted_verbatim(report, by_id):
+    assert all(s.counterfactual for s in report.scenarios)
+    assert dict(report.premise_patterns) == {"leading_clause": 1004, "if_clause": 53, "assume_clause": 25, "world_where": 8,
+                                             "l2_statement": 2}
+    for s in report.scenarios:
+        prompts = [" ".join(s.levels[lv].prompt.split()) for lv in ("l3", "l2")]
+        assert any(s.counterfactual in p for p in prompts), s.id
+    expected = {
+        "physics-classical-mechanics-0207": "if the gravitational acceleration is zero",
+        "sociology-0015": "If the lawn becomes the private property of a rational person",  # not the factual "If overused"
+        "physics-astronomy-0046": "assume hydrogen nuclear fusion inside it has ceased",
+        "physics-astronomy-0003": "in a world where the speed of light is extremely slow (e.g., 100 km/h)",
+        "physics-astronomy-0000": "Gravity is repulsive",
+        "sociology-0011": "If an internalization strategy is used to make the decisions of two manufacturers dependent on "
+                          "their overall interests",
+    }
+    assert {key: by_id[key].counterfactual for key in expected} == expected
+
+
+@pytest.mark.parametrize(("l3", "l2", "premise", "pattern"), [
+    ("If rivers ran uphill, draw a valley.", "", "If rivers ran uphill", "leading_clause"),
+    ("A pond in winter. If ice sank, please draw the pond.", "", "If ice sank", "if_clause"),
+    ("Draw a lake, but assume water is densest when frozen.", "", "assume water is densest when frozen", "assume_clause"),
+    ("A forest in a world where trees grow downwards. Photo.", "", "in a world where trees grow downwards", "world_where"),
+    ("A bridge.", "Steel is soft. A bridge sagging.", "Steel is soft", "l2_statement"),
+    ("A map where rain never falls.", "A map where rain never falls.", "where rain never falls", "where_clause"),
+    ("A photograph of a cat.", "A photograph of a cat. It is grey.", "", ""),
+])
+def test_premise_patterns(l3, l2, premise, pattern):
+    from vrforge.generators.cfworld.importer import extract_premise
+
+    assert extract_premise(l3, l2 or l3) == (premise, pattern)
 
 
 @needs_release
@@ -308,3 +343,69 @@ def test_bad_records_are_rejected_with_reasons(tmp_path):
     assert report.files["prompt/Biology.json"].to_dict() == {"kind": "scenarios", "read": 6, "imported": 1, "rejected": 5}
     assert report.files["eval_questions/Biology_gemini.json"].to_dict() == {"kind": "questions", "read": 5, "imported": 1,
                                                                             "rejected": 4}
+
+
+# ----------------------------------------------------------------------------- optional LLM fill of `law`
+
+PLANTS = GOOD | {"id": "1", "prompt_l1": "Draw a sunflower in a field.", "prompt_l2": "If plants ate insects, draw a sunflower.",
+                 "prompt_l3": "If plants ate insects, draw a sunflower snapping at a fly."}
+
+
+def test_law_fill_through_the_fake_server_is_checked_and_cached(tmp_path, capsys, monkeypatch):
+    from fakeopenai import FakeOpenAI
+
+    from vrforge.cli import main
+
+    monkeypatch.setenv("VRFORGE_TEST_KEY", "fake-key-123")
+    root = _mini_release(tmp_path / "rel", [GOOD, PLANTS])
+
+    def respond(request: dict) -> dict:
+        content = json.loads(request["messages"][-1]["content"])
+        if content["counterfactual_premise"] == "If plants ate insects":
+            return {"law": "Green plants make their food by photosynthesis."}
+        return {"law": "If x, then y."}  # a condition, not a law: rejected every time
+
+    argv = ["cfworld", "import", str(root), "--out", str(tmp_path / "out"), "--fill-law", "--model", "fake-llm",
+            "--api-key-env", "VRFORGE_TEST_KEY", "--max-retries", "1"]
+    with FakeOpenAI(responder=respond) as fake:
+        assert main([*argv, "--base-url", fake.base_url]) == 0
+        first = len(fake.requests)
+        assert first == 3  # one answer accepted, one rejected twice (1 + 1 retry)
+        assert main([*argv, "--base-url", fake.base_url]) == 0
+        assert len(fake.requests) == first + 2  # the accepted answer comes from OUT/cache; the rejected one is asked again
+    out = capsys.readouterr().out
+    assert "laws: 1 filled by fake-llm, 1 failed" in out
+    scenarios = {s["id"]: s for s in map(json.loads, (tmp_path / "out" / "scenarios.jsonl").read_text().splitlines())}
+    plants, other = scenarios["biology-0001"], scenarios["biology-0000"]
+    assert plants["law"] == "Green plants make their food by photosynthesis."
+    assert plants["provenance"]["model"] == "fake-llm" and "law_from_llm" in plants["provenance"]["flags"]
+    assert other["law"] == "" and "law_not_filled" in other["provenance"]["flags"]
+    report = json.loads((tmp_path / "out" / "import_report.json").read_text())
+    assert report["law_fill"]["filled"] == 1 and "states a condition" in report["law_fill"]["failed"]["biology-0000"]
+    assert report["flags"]["law_from_llm"] == 1 and report["flags"]["law_not_filled"] == 1
+
+
+def test_law_fill_needs_a_model_and_stops_on_http_errors(tmp_path, capsys):
+    from fakeopenai import FakeOpenAI, HttpError
+
+    from vrforge.cli import main
+
+    root = _mini_release(tmp_path / "rel", [GOOD])
+    assert main(["cfworld", "import", str(root), "--out", str(tmp_path / "o"), "--fill-law"]) == 2
+    assert "--fill-law needs --model" in capsys.readouterr().err
+    with FakeOpenAI(answers=[HttpError(401)]) as fake:
+        assert main(["cfworld", "import", str(root), "--out", str(tmp_path / "o"), "--fill-law", "--model", "m",
+                     "--base-url", fake.base_url, "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "401" in err and not (tmp_path / "o").exists()
+
+
+def test_law_problems(tmp_path):
+    from vrforge.generators.cfworld.importer import law_problems
+
+    scenario = import_release(_mini_release(tmp_path / "rel", [PLANTS])).scenarios[0]
+    assert law_problems(scenario, "Green plants make their food by photosynthesis.") == []
+    assert law_problems(scenario, "If x happens, y follows.") == ["states a condition, not a law"]
+    assert law_problems(scenario, "Plants grow. They need light.") == ["more than one sentence"]
+    assert "longer than 40 words" in law_problems(scenario, " ".join(["word"] * 41) + ".")
+

@@ -13,18 +13,26 @@ from shared_data import external
 from vrforge.generators.cfworld.probes.attribute_decoupling import generate_attribute_probes
 from vrforge.generators.cfworld.probes.denominalize import (
     LexiconError,
+    _description_words,
+    _parse_description,
     apply_lexicon,
+    banned_words,
     denominalize_with_lexicon,
     denominalize_with_llm,
     load_lexicon,
     parse_lexicon,
-    term_variants,
+    target_terms,
 )
+from vrforge.generators.cfworld.probes.entity_cooccurrence import generate_entity_probes
+from vrforge.generators.cfworld.probes.entity_pairs import ENTITY_PAIRS
 from vrforge.generators.cfworld.probes.rule_decoupling import (
     DIRECTIONS,
+    PERTURBATIONS,
     POINTING,
     generate_rule_probes,
+    named_directions,
     perturbed_direction,
+    possible,
     rotate,
 )
 from vrforge.generators.cfworld.probes.rules import RULES
@@ -68,20 +76,58 @@ def test_directions_within_a_rule_are_pairwise_distinct_and_perturbations_unique
         mine = [p for p in probes if p.rule_id == rule.key]
         assert len({p.expected_direction for p in mine}) == 6, rule.key
         assert len({p.assessment_point for p in mine}) == 6, rule.key
-        cf = [p.perturbation for p in mine if p.variant == "counterfactual"]
+        cf = [(p.layout, p.perturbation) for p in mine if p.variant == "counterfactual"]
         assert len(set(cf)) == len(cf), rule.key
     kinds = Counter(p.perturbation for p in probes)
-    for name in ("reverse", "rotate_cw", "rotate_ccw", "gravity_down", "gravity_left", "gravity_right", "gravity_up"):
-        assert kinds[name] >= 5, (name, kinds)
+    for name in PERTURBATIONS:
+        assert kinds[name] >= 8, (name, kinds)
+
+
+def test_no_counterfactual_rule_names_a_screen_direction():
+    cf = [p for p in generate_rule_probes() if p.variant == "counterfactual"]
+    assert len(cf) == 138
+    assert [p.id for p in cf if named_directions(p.counterfactual)] == []
+    # The answer is not in the statement: it follows from the scene and the changed law.
+    assert all(p.expected_direction not in named_directions(p.counterfactual) for p in cf)
+
+
+def test_named_directions_finds_what_the_old_gravity_rules_said():
+    assert named_directions("a gravity that pulls towards the top-left corner") == {"up-left"}
+    assert named_directions("a gravity that pulls to the right") == {"right"}
+    assert named_directions("it moves upwards and then to the lower left") == {"up", "down-left"}
+    assert named_directions("heat flows from a cold body to a hot one") == set()
 
 
 def test_direction_calculus():
     assert rotate("up", -2) == "right"  # clockwise on the canvas
     assert rotate("up", 2) == "left"
     assert perturbed_direction("reverse", "up-left") == "down-right"
-    assert perturbed_direction("gravity_down_left", "up") == "down-left"
+    assert perturbed_direction("rotate_cw_45", "up") == "up-right"
+    assert perturbed_direction("rotate_ccw_135", "right") == "up-left"
     for direction in DIRECTIONS:
-        assert perturbed_direction("rotate_cw", perturbed_direction("rotate_ccw", direction)) == direction
+        assert perturbed_direction("rotate_cw_90", perturbed_direction("rotate_ccw_90", direction)) == direction
+
+
+def test_answers_respect_what_the_scene_allows():
+    rules = {rule.key: rule for rule in RULES}
+    probes = generate_rule_probes()
+    # A ball on a ramp rising towards the top-left never moves into the ramp (down-left, down, left).
+    assert not possible(rules["slope-roll"], "up-left", "left") and possible(rules["slope-roll"], "up-left", "up-right")
+    for p in probes:
+        assert possible(rules[p.rule_id], p.layout or None, p.expected_direction), p.id
+    river = [p for p in probes if p.rule_id == "river-flow" and p.variant == "counterfactual"]
+    assert {p.perturbation for p in river} == {"reverse"} and len({p.layout for p in river}) == 4
+
+
+def test_rule_prompts_read_as_english():
+    probes = generate_rule_probes()
+    spring = [p.prompt for p in probes if p.rule_id == "spring-push"]
+    assert all("from on the" not in p and "from in the" not in p and "from at the" not in p for p in spring)
+    assert "pressed against it from the left." in spring[0]
+    for p in probes:
+        assert "  " not in p.prompt and ".." not in p.prompt and " ," not in p.prompt, p.id
+        assert re.fullmatch(r"On a plain white background, draw [^.]+\.( Set a counterfactual rule: [^.]+\.)? Draw [^.]+\.",
+                            p.prompt), p.id
 
 
 def test_factual_answers_follow_the_law():
@@ -93,8 +139,9 @@ def test_factual_answers_follow_the_law():
     assert [(p.layout, p.expected_direction) for p in magnet] == [("left", "left"), ("up-right", "up-right")]
     fall = next(p for p in probes.values() if p.rule_id == "falling-ball" and p.variant == "factual")
     assert fall.expected_direction == "down" and fall.layout == ""
-    gravity = [p for p in probes.values() if p.perturbation.startswith("gravity_")]
-    assert all("gravity that pulls" in p.prompt for p in gravity)
+    heat = next(p for p in probes.values() if p.rule_id == "heat-conduction" and p.perturbation == "reverse")
+    assert "heat flows from a cold body to a hot one" in heat.prompt
+    assert heat.expected_direction == heat.layout  # towards the hot body, which the scene places
 
 
 def test_rule_probes_are_deterministic():
@@ -105,6 +152,44 @@ def test_rule_probes_are_deterministic():
 def test_repeated_rule_key_is_refused():
     with pytest.raises(ValueError, match="unique"):
         generate_rule_probes(RULES + RULES[:1])
+
+
+# ----------------------------------------------------------------------------- entity co-occurrence
+
+def test_entity_probe_matches_the_official_size_and_pairs_minimally():
+    probes = generate_entity_probes()
+    assert len(ENTITY_PAIRS) == 113 and len(probes) == 226
+    assert Counter(p.variant for p in probes) == {"unusual": 113, "factual": 113}
+    assert len({p.id for p in probes}) == 226 and len({p.prompt for p in probes}) == 226
+    for unusual, factual in zip(probes[::2], probes[1::2], strict=True):
+        assert unusual.pair_id == factual.pair_id and (unusual.variant, factual.variant) == ("unusual", "factual")
+        assert unusual.validate() == [] and factual.validate() == []
+        # Only the context differs between the two members.
+        assert unusual.prompt.replace(unusual.context, factual.context) == factual.prompt
+        assert unusual.counterpart == factual.context and factual.counterpart == unusual.context
+        assert re.fullmatch(r"An? [^.]+\.", unusual.prompt) and unusual.assessment_point.startswith(f"The {unusual.entity} is ")
+    camel = probes[0]
+    assert (camel.prompt, camel.assessment_point) == ("A camel walking across a snowy glacier.",
+                                                       "The camel is walking across a snowy glacier")
+    assert next(p for p in probes if p.entity == "elephant").prompt.startswith("An elephant ")
+
+
+def test_official_release_entity_probe_has_the_same_shape():
+    path = external("cf-world", "prompt_ablation", "attribute_decouple.json")
+    if not path.is_file():
+        pytest.skip(f"official probe file not found at {path}")
+    import json
+
+    official = Counter(r["category"] for r in json.loads(path.read_text(encoding="utf-8")))
+    ours = Counter({"unusual": "unusual", "factual": "factual"}[p.variant] for p in generate_entity_probes())
+    assert official == ours == {"unusual": 113, "factual": 113}
+
+
+def test_repeated_entity_or_same_context_is_refused():
+    with pytest.raises(ValueError, match="repeated"):
+        generate_entity_probes(ENTITY_PAIRS + ENTITY_PAIRS[:1])
+    with pytest.raises(ValueError, match="same"):
+        generate_entity_probes((("cat", "sleeping", "on a sofa", "on a sofa"),))
 
 
 # ----------------------------------------------------------------------------- attribute decoupling
@@ -161,17 +246,25 @@ BEAR = scenario("biology-0001",
 NOTHING = scenario("biology-0002", "If time ran backwards, draw an hourglass on a shelf.", "If time ran backwards")
 
 
+def rewrite(prompt: str, outcome: str, lexicon=None) -> tuple[str, Counter]:
+    """The lexicon rewrite of a prompt whose premise is its first clause (up to the first comma)."""
+    lexicon = lexicon or load_lexicon()
+    skipped: Counter = Counter()
+    text, _ = apply_lexicon(prompt, lexicon, prompt.split(",")[0], target_terms(outcome, lexicon), banned_words(outcome, lexicon),
+                            skipped)
+    return text, skipped
+
+
 def test_lexicon_replaces_nouns_and_attributes_and_keeps_the_premise():
     report = denominalize_with_lexicon([BEAR, NOTHING])
     (probe,) = report.probes
     assert probe.validate() == []
-    assert probe.prompt.startswith("If mammals performed photosynthesis like plants, draw ")  # the law is untouched
+    assert probe.prompt == ("If mammals performed photosynthesis like plants, draw a large heavy four-legged animal with a small head "
+                            "and broad paws. The large heavy four-legged animal's dense coat of soft hairs should be vibrant "
+                            "leaf-coloured.")
     assert probe.premise == BEAR.counterfactual and probe.law == BEAR.law and probe.counterfactual == BEAR.counterfactual
-    outcome = probe.prompt[len(probe.premise):]
-    for term in ("polar bear", "bear", "green"):  # "fur" may come back inside a description
-        assert not re.search(rf"\b{term}\b", outcome, re.IGNORECASE), term
     assert "plants" in probe.prompt  # a lexicon term inside the premise stays
-    assert {r.term for r in probe.replacements} == {"polar bear", "Bear", "fur", "green"}
+    assert [r.term for r in probe.replacements] == ["polar bear", "Bear", "fur", "green"]
     assert {r.kind for r in probe.replacements} == {"noun", "attribute"}
     assert probe.source_prompt == BEAR.levels["l2"].prompt and probe.assessment_point == "The polar bear's fur is green"
     # the unchanged prompt is reported, not passed through
@@ -179,18 +272,56 @@ def test_lexicon_replaces_nouns_and_attributes_and_keeps_the_premise():
     assert report.to_dict()["unchanged"] == ["biology-0002"]
 
 
-def test_lexicon_matching_is_whole_word_longest_first_and_case_preserving():
-    lexicon = parse_lexicon({"nouns": {"bear": "big furry animal", "polar bear": "big white animal"},
+def test_a_description_never_carries_the_tested_attribute():
+    # The outcome is a fur colour: the polar bear's first description ("thick white fur and a black nose") is passed over.
+    text, _ = rewrite("If mammals photosynthesised, draw a polar bear on the ice.", "The polar bear's fur is green")
+    assert text == "If mammals photosynthesised, draw a large heavy four-legged animal with a small head and broad paws on the ice."
+    # A size outcome: the size words are cut out of the description that has them.
+    text, _ = rewrite("If bears were tiny, draw two polar bears on the ice.", "The polar bears are tiny")
+    assert text == "If bears were tiny, draw two four-legged animals on the ice."
+    # No colour for a thing the prompt itself colours ("a red horseshoe magnet"): the colourless description is used.
+    text, _ = rewrite("If magnets repelled iron, draw a red horseshoe magnet.", "Nails fly off the magnet")
+    assert text == "If magnets repelled iron, draw a red horseshoe piece of metal."
+
+
+def test_compound_modifiers_stay_and_names_stay():
+    text, skipped = rewrite("If salt did not exist, draw coastal salt pans. Show that the pans hold no salt.", "The pans hold no salt")
+    assert text == "If salt did not exist, draw coastal salt pans. Show that the pans hold no heap of small white cubic grains."
+    assert skipped == {"compound modifier: salt": 1}
+    text, skipped = rewrite("If rivers ran dry, draw the Colorado River's course.", "The river is dry")
+    assert "Colorado River" in text and skipped == {"part of a name: river": 1}
+    text, _ = rewrite("If ropes were rigid, draw a rope-like bundle.", "The rope is rigid")
+    assert "rope-like" in text  # part of a hyphenated word
+
+
+def test_agreement_number_articles_and_adjectives():
+    # A plural noun gets a plural head; "an elephant" keeps an article that agrees with the description.
+    text, _ = rewrite("If bears were purple, draw an elephant beside two polar bears.", "The polar bears are purple")
+    assert text.endswith("beside two large heavy four-legged animals with a small head and broad paws.")
+    text, _ = rewrite("If elephants were pink, draw an elephant.", "The elephant is pink")
+    assert text == "If elephants were pink, draw a huge animal with a long trunk and large flapping ears."
+    text, _ = rewrite("If bears were orange, draw an orange bear.", "The bear is orange")
+    assert text.startswith("If bears were orange, draw a tangerine-coloured ")
+    # Adjectives already before the noun: the description's own adjectives are dropped, no pile-up.
+    text, _ = rewrite("If heat did not melt snow, draw a snowman with crisp, sharp snow.", "The snowman keeps its snow")
+    assert text == "If heat did not melt snow, draw a snowman with a crisp, sharp layer of soft white flakes."
+    assert "sharp soft" not in text
+    # A bare mass noun becomes a countable description with its article.
+    text, _ = rewrite("If salt made ice thicker, draw a pavement covered in thicker ice.", "The pavement has thicker ice")
+    assert text == "If salt made ice thicker, draw a pavement covered in a thicker layer."
+    # A possessive keeps only the description's noun phrase before "'s".
+    text, _ = rewrite("If rabbits were fierce, draw a carrot biting a rabbit's nose.", "The carrot bites the rabbit")
+    assert text == "If rabbits were fierce, draw a carrot biting a small furry animal's nose."
+
+
+def test_lexicon_matching_by_lemma_and_case():
+    lexicon = parse_lexicon({"nouns": {"bear": "big furry animal", "polar bear": "big pale animal"},
                              "attributes": {"red": "tomato-coloured"}})
-    text, replacements = apply_lexicon("Polar bears and a BEAR near a bearded man; red-hot, Red bear.", lexicon)
-    # "bears" is not a term of this lexicon (no partial match); "bearded" and "red-hot" are other words
-    assert text == "Polar bears and a BIG FURRY ANIMAL near a bearded man; red-hot, Tomato-coloured big furry animal."
-    text, _ = apply_lexicon("A polar bear.", lexicon)
-    assert text == "A big white animal."
-    lexicon = parse_lexicon({"nouns": {"elephant": "huge grey animal", "owl": "night bird"}})
-    text, _ = apply_lexicon("An elephant, an owl and AN ELEPHANT; a banana and an elephant's trunk.", lexicon)
-    assert text == "A huge grey animal, a night bird and A HUGE GREY ANIMAL; a banana and a huge grey animal's trunk."
-    assert [r.term for r in replacements] == ["BEAR", "Red", "bear"]
+    text, replacements = apply_lexicon("Polar bears and a BEAR sit near a bearded man. A red-hot stove warms a red bear.", lexicon)
+    # "bears" is a bear by its lemma; "bearded" and "red-hot" are other words
+    # "a red bear" already has an adjective: the description joins from its head on ("animal"), no pile-up
+    assert text == "Big pale animals and a BIG FURRY ANIMAL sit near a bearded man. A red-hot stove warms a tomato-coloured animal."
+    assert [r.term for r in replacements] == ["Polar bears", "BEAR", "red", "bear"]
 
 
 def test_only_the_outcome_targets_are_replaced():
@@ -202,12 +333,6 @@ def test_only_the_outcome_targets_are_replaced():
     assert {r.term for r in probe.replacements} == {"Leaves", "blue"}
     everything = denominalize_with_lexicon([source], outcome_only=False).probes[0]
     assert {r.term for r in everything.replacements} == {"plant", "table", "window", "Leaves", "blue"}
-
-
-def test_term_variants():
-    assert term_variants("polar bear") >= {"polar bear", "polar bears", "bear"}
-    assert term_variants("leaf") >= {"leaf", "leaves"} and "leaf" in term_variants("leaves")
-    assert "butterfly" in term_variants("butterflies") and "tomato" in term_variants("tomatoes")
 
 
 def test_premise_found_without_the_scenario_counterfactual():
@@ -225,9 +350,11 @@ def test_prompt_without_premise_is_reported():
 @pytest.mark.parametrize("data, message", [
     ([], "expected a mapping"),
     ({"nouns": {"bear": ""}}, "non-empty"),
+    ({"nouns": {"bear": []}}, "non-empty"),
     ({"nouns": {"bear": "x"}, "attributes": {"Bear": "y"}}, "appears twice"),
     ({"verbs": {}}, "unknown section"),
     ({"nouns": {}}, "no terms"),
+    ({"nouns": {"bear": "x"}, "kinds": {"colour": "red"}}, "kinds"),
 ])
 def test_malformed_lexicon_is_one_line(data, message):
     with pytest.raises(LexiconError, match=message) as info:
@@ -245,21 +372,37 @@ def test_lexicon_file_errors(tmp_path):
     assert len(load_lexicon().entries) > 200
 
 
-def test_no_description_names_its_own_term():
-    for term, entry in load_lexicon().entries.items():
-        assert not re.search(rf"\b{re.escape(term)}\b", entry.description, re.IGNORECASE), term
+def test_packaged_lexicon_descriptions_are_well_formed():
+    lexicon = load_lexicon()
+    assert {"colour", "size", "temperature"} <= set(lexicon.kinds)
+    assert "grandmother" not in lexicon.entries  # a relation, not a look
+    for term, entry in lexicon.entries.items():
+        for description in entry.descriptions:
+            assert not re.search(rf"\b{re.escape(term)}\b", description, re.IGNORECASE), term
+            assert "," not in description, term  # a comma inside a sentence breaks it
+            if entry.kind == "noun" and not term.endswith("s") and term != "people":
+                _, _, tags, head, _ = _parse_description(description)
+                assert tags[head] in ("NN", "NNP"), (term, description)  # a singular term gets a singular description
 
 
 @pytest.mark.skipif(not OFFICIAL.is_dir(), reason=f"the official CF-World release is absent at {OFFICIAL}")
-def test_lexicon_covers_most_official_l2_prompts_and_keeps_every_premise():
+@pytest.mark.parametrize("step", [pytest.param(1, marks=pytest.mark.slow), 8])
+def test_lexicon_on_the_official_l2_prompts(step):
     from vrforge.generators.cfworld.importer import import_release
 
-    scenarios = import_release(OFFICIAL).scenarios
-    report = denominalize_with_lexicon(scenarios)
+    scenarios = import_release(OFFICIAL).scenarios[::step]
+    lexicon = load_lexicon()
+    report = denominalize_with_lexicon(scenarios, lexicon)
     assert len(report.probes) + len(report.unchanged) == len(scenarios)
-    # Only terms the assessment point names are targets; 749 of 1,092 official prompts have one in the lexicon.
-    assert len(report.probes) >= 0.6 * len(scenarios)
-    assert all(p.validate() == [] for p in report.probes)
+    # Only terms the assessment point names are targets; 676 of the 1,092 official prompts are rewritten.
+    assert len(report.probes) >= 0.55 * len(scenarios)
+    by_id = {s.id: s for s in scenarios}
+    for probe in report.probes:
+        assert probe.validate() == [], probe.id
+        banned = banned_words(by_id[probe.scenario_id].levels["l2"].assessment_point, lexicon)
+        for r in probe.replacements:
+            if r.kind == "noun":
+                assert not _description_words(r.description) & banned, (probe.id, r)
 
 
 def make_client(fake: FakeOpenAI, tmp_path: Path) -> ChatClient:

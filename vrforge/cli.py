@@ -218,9 +218,9 @@ def _cmd_publish(args: argparse.Namespace) -> int:
 
 
 def _cmd_cfworld_import(args: argparse.Namespace) -> int:
-    from vrforge.generators.cfworld.importer import cli_import
+    from vrforge.generators.cfworld.importer import cli_import, law_config_from_args
 
-    return cli_import(args.path, args.out)
+    return cli_import(args.path, args.out, law_config_from_args(args), args.cache_dir, args.no_cache)
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
@@ -331,9 +331,13 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("cfworld", help="CF-World scenarios")
     cfworld = p.add_subparsers(dest="cfworld_command", required=True)
+    p.subcommands = cfworld  # command modules (vrforge.commands) add their cfworld subcommands here
     q = cfworld.add_parser("import", help="import the official CF-World release files into the scenario schema")
     q.add_argument("path", help="the release folder (prompt/, eval_questions/, prompt_ablation/)")
     q.add_argument("--out", help="output folder (default ./cfworld-import)")
+    from vrforge.generators.cfworld.importer import add_law_fill_arguments
+
+    add_law_fill_arguments(q)
     q.set_defaults(func=_cmd_cfworld_import)
     from vrforge.generators.cfworld.draft import add_draft_arguments, add_review_arguments
 

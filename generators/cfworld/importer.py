@@ -18,10 +18,15 @@ Mapping rules (also in ``MAPPING_RULES``, copied into every report):
    ``physics-optics-0042``, ``biology-0007``: globally unique and stable across imports.
 3. ``subdomain`` = the record's ``category`` with whitespace collapsed; a missing or blank
    category takes the file stem (``Astronomy``, ``Biology``) and flags ``category_from_filename``.
-4. ``law`` is left empty: the release names no law apart from the category (the law bank
-   fills it later). ``counterfactual`` = the leading premise of ``prompt_l3`` (or
-   ``prompt_l2``) such as "If plastic was super-heavy"; when no premise is recognised it is
-   empty and flagged ``counterfactual_not_extracted``.
+4. ``law`` is left empty: the release names no law apart from the category (``fill_laws``
+   can fill it through an LLM, on request). ``counterfactual`` = the premise as it stands in
+   ``prompt_l3`` (or ``prompt_l2``), found by ``extract_premise``: the leading clause ("If
+   plastic was super-heavy", "In a world where ..."), else an "if" clause ending at ", draw"
+   ("In a vacuum tube ..., if the gravitational acceleration is zero, draw ..."), a "but
+   assume" clause, an "in a universe where" clause, an opening L2 statement that L3 lacks
+   ("Gravity is repulsive."), or an L3 "where" clause; the report counts each pattern under
+   ``premise_patterns``. When none is recognised it is empty and flagged
+   ``counterfactual_not_extracted``.
 5. Assessment points: ``ap_l1`` -> L1. The release mostly gives ONE counterfactual
    assessment point, ``ap_l2``, for both L2 and L3 (L3 only drops the explicit hint), so
    L2 = ``ap_l2`` and L3 = ``ap_l3``, its typo alias ``ap_3`` (flag ``ap_3_alias``), or else
@@ -74,8 +79,9 @@ MAPPING_RULES = (
     "Geography -> geography, Sociology -> sociology; other files rejected",
     "scenario id = <domain>[-<physics subfield>]-<id padded to 4 digits>, e.g. physics-optics-0042",
     "subdomain = category (whitespace collapsed); missing/blank category -> file stem, flag category_from_filename",
-    "law left empty (release names none); counterfactual = leading premise of prompt_l3/prompt_l2, "
-    "else empty with flag counterfactual_not_extracted",
+    "law left empty (release names none; an LLM fill is optional); counterfactual = premise of prompt_l3/prompt_l2: "
+    "leading clause, else if-clause before ', draw', 'but assume' clause, 'in a universe where' clause, "
+    "opening L2 statement, L3 'where' clause; else empty with flag counterfactual_not_extracted",
     "ap_l1 -> l1; ap_l2 -> l2; ap_l3 or ap_3 (flag ap_3_alias) -> l3; missing l3 point -> ap_l2 (flag ap_l3_from_l2); "
     "missing l2 point -> ap_l3/ap_3 (flag ap_l2_from_l3)",
     "missing ap_l1 (or no counterfactual point): record kept, empty assessment point, flag missing_ap_<level>, needs_review",
@@ -100,6 +106,22 @@ PREMISE = re.compile(
     r"^\s*((?:if|in a world|imagine|suppose|assume)\b.*?)(?:,\s*(?:draw|show|depict|generate|create|illustrate|render|paint)\b|\.\s)",
     re.IGNORECASE | re.DOTALL,
 )
+_DRAW = r"(?:please\s+)?(?:draw|show|depict|generate|create|illustrate|render|paint)\b"
+_SENTENCE_END = r"(?:\.(?=\s+[A-Z(]|\s*$)|$)"  # a full stop before a capital or at the end ("e.g.," does not end one)
+# Premise patterns after the leading clause, tried in order on L3 then L2; each captures text that stands verbatim in the prompt.
+PREMISE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # "In a vacuum tube ..., if the gravitational acceleration is zero, draw ..." / "... lawn. If the lawn becomes ..., draw"
+    ("if_clause", re.compile(rf"(?:^|(?<=[.,;:])\s*)(if\b[^.]*?),\s*{_DRAW}", re.IGNORECASE)),
+    # "Draw the Sun in space, but assume hydrogen nuclear fusion inside it has ceased."
+    ("assume_clause", re.compile(rf",?\s*\bbut\s+(assum(?:e|ing)\b.+?){_SENTENCE_END}", re.IGNORECASE)),
+    # "A close-up of the Sun in a universe where gravity acts as a repulsive force."
+    ("world_where", re.compile(rf"\b((?:in\s+)?an?\s+(?:universe|world|reality)\s+(?:where|in which)\b.+?){_SENTENCE_END}",
+                               re.IGNORECASE)),
+)
+# "Gravity is repulsive. A diagram showing ...": an L2 that opens with a statement the L3 prompt lacks.
+L2_STATEMENT = re.compile(rf"^\s*([A-Z][^.]*?){_SENTENCE_END}")
+# Last resort on L3: "A diagram of the solar system where the gravitational force ... is repulsive."
+WHERE_CLAUSE = re.compile(rf"\b(where\b.+?){_SENTENCE_END}", re.IGNORECASE)
 
 
 class ReleaseError(ValueError):
@@ -164,6 +186,7 @@ class ImportReport:
     rejected: list[Rejection] = field(default_factory=list)
     files: dict[str, FileCount] = field(default_factory=dict)
     flags: Counter = field(default_factory=Counter)
+    premise_patterns: Counter = field(default_factory=Counter)  # how each extracted premise was found
     ignored_files: list[str] = field(default_factory=list)  # JSON files outside the three release folders
     rules: tuple[str, ...] = MAPPING_RULES
 
@@ -188,6 +211,7 @@ class ImportReport:
             "per_domain": self.per_domain,
             "probes_per_kind": dict(sorted(Counter(p.kind for p in self.probes).items())),
             "flags": dict(sorted(self.flags.items())),
+            "premise_patterns": dict(sorted(self.premise_patterns.items())),
             "rejection_reasons": self.rejection_reasons(),
             "rejected": [r.to_dict() for r in self.rejected],
             "ignored_files": list(self.ignored_files),
@@ -273,12 +297,29 @@ def _domain_prefix(rel_in_prompt: str) -> tuple[str, str] | None:
     return None
 
 
-def _premise(*prompts: str) -> str:
-    for prompt in prompts:
+def extract_premise(l3: str, l2: str) -> tuple[str, str]:
+    """The counterfactual premise as it stands in the prompts, and the pattern that found it ("" and "" when none).
+
+    The leading "If / In a world / Imagine ..." clause first (L3, then L2), then an "if" clause ending
+    at ", draw", a "but assume" clause, an "in a universe where" clause, an opening L2 statement that
+    L3 does not contain, and an L3 "where" clause."""
+    for prompt in (l3, l2):
         match = PREMISE.match(prompt)
         if match:
-            return _clean(match.group(1)).rstrip(" ,.")
-    return ""
+            return _clean(match.group(1)).rstrip(" ,."), "leading_clause"
+    for name, pattern in PREMISE_PATTERNS:
+        for prompt in (l3, l2):
+            match = pattern.search(prompt)
+            if match:
+                return _clean(match.group(1)).rstrip(" ,."), name
+    match = L2_STATEMENT.match(l2)
+    if match and not re.search(r"\b(?:draw|show|depict)\b", match.group(1), re.IGNORECASE) \
+            and _clean(match.group(1)) not in _clean(l3):
+        return _clean(match.group(1)), "l2_statement"
+    match = WHERE_CLAUSE.search(l3)
+    if match:
+        return _clean(match.group(1)).rstrip(" ,."), "where_clause"
+    return "", ""
 
 
 # ----------------------------------------------------------------------------- importer
@@ -381,8 +422,10 @@ class _Importer:
             for lvl, ap in (("l1", ap1), ("l2", ap2), ("l3", ap3)):
                 if not ap:
                     flags.append(f"missing_ap_{lvl}")
-            counterfactual = _premise(prompts["l3"], prompts["l2"])
-            if not counterfactual:
+            counterfactual, pattern = extract_premise(prompts["l3"], prompts["l2"])
+            if counterfactual:
+                self.report.premise_patterns[pattern] += 1
+            else:
                 flags.append("counterfactual_not_extracted")
             canonical = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
             scenario = Scenario(
@@ -539,18 +582,120 @@ def import_release(root: Path) -> ImportReport:
     return _Importer(Path(root)).run()
 
 
+# ----------------------------------------------------------------------------- optional LLM fill of `law`
+
+LAW_SCHEMA_NAME = "cfworld_law"
+LAW_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["law"],
+    "properties": {"law": {"type": "string", "minLength": 1}},
+}
+LAW_INSTRUCTIONS = (
+    "You annotate scenarios of CF-World, a benchmark of counterfactual text-to-image prompts. Each scenario changes one "
+    "law of nature or society (the premise) and asks for a picture of the consequence. Given the scenario's category, "
+    "its factual prompt and its counterfactual premise, state the real-world law that the premise changes, as it holds "
+    "in our world: one declarative sentence of at most 30 words, general (not about the pictured objects only), "
+    "with no condition ('if') and no mention of the counterfactual. Answer with JSON: {\"law\": \"...\"}."
+)
+MAX_LAW_WORDS = 40
+
+
+def law_messages(scenario: Scenario) -> list[dict[str, str]]:
+    request = {"domain": scenario.domain, "category": scenario.subdomain, "factual_prompt": scenario.levels["l1"].prompt,
+               "counterfactual_premise": scenario.counterfactual, "counterfactual_prompt": scenario.levels["l2"].prompt}
+    return [{"role": "system", "content": LAW_INSTRUCTIONS},
+            {"role": "user", "content": json.dumps(request, ensure_ascii=False, sort_keys=True)}]
+
+
+def law_problems(scenario: Scenario, law: str) -> list[str]:
+    """Why a proposed law is unusable (empty when usable): the client asks again, then the law stays empty."""
+    text = " ".join(law.split())
+    problems = []
+    if len(text.split()) > MAX_LAW_WORDS:
+        problems.append(f"longer than {MAX_LAW_WORDS} words")
+    if re.match(r"(?i)(if|imagine|suppose|assume|in a world)\b", text):
+        problems.append("states a condition, not a law")
+    if text.endswith("?"):
+        problems.append("is a question")
+    if len(re.findall(r"[.!?](?:\s|$)", text)) > 1:
+        problems.append("more than one sentence")
+    if scenario.counterfactual and " ".join(scenario.counterfactual.lower().split()) in text.lower():
+        problems.append("repeats the counterfactual premise")
+    return problems
+
+
+@dataclass
+class LawFillReport:
+    filled: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # scenario id -> why no law was accepted
+    skipped: int = 0  # scenarios that already had a law
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"filled": len(self.filled), "failed": dict(sorted(self.failed.items())), "skipped": self.skipped,
+                "usage": dict(self.usage)}
+
+
+def fill_laws(scenarios: list[Scenario], client: Any, progress: Any = None) -> tuple[list[Scenario], LawFillReport]:
+    """The scenarios with an empty ``law`` filled through an LLM (``vrforge.openai_client.ChatClient``), in the given order.
+
+    Each answer is checked by ``law_problems`` (the client retries a rejected one) and cached by the
+    client, so a rerun costs nothing. A filled scenario records the model in its provenance and the
+    flag ``law_from_llm``; one without a usable answer keeps an empty law and the flag
+    ``law_not_filled``. An HTTP error (bad key, unknown model) stops the fill: it would fail every
+    scenario the same way."""
+    from dataclasses import replace
+
+    from vrforge.openai_client import ChatError
+
+    report = LawFillReport()
+    out: list[Scenario] = []
+    for scenario in scenarios:
+        if scenario.law.strip():
+            report.skipped += 1
+            out.append(scenario)
+            continue
+
+        def check(data: dict[str, Any], scenario: Scenario = scenario) -> None:
+            problems = law_problems(scenario, data["law"])
+            if problems:
+                raise ValueError("the law " + "; ".join(problems))
+
+        try:
+            result = client.complete_json(law_messages(scenario), LAW_SCHEMA, LAW_SCHEMA_NAME, validate=check)
+        except ChatError as exc:
+            if exc.kind == "http":
+                raise
+            report.failed[scenario.id] = str(exc)
+            provenance = replace(scenario.provenance, flags=(*scenario.provenance.flags, "law_not_filled"))
+            out.append(replace(scenario, provenance=provenance))
+            continue
+        finally:
+            if progress is not None:
+                progress.update(1)
+        provenance = replace(scenario.provenance, model=result.model or client.config.model,
+                             flags=(*scenario.provenance.flags, "law_from_llm"))
+        out.append(replace(scenario, law=" ".join(result.data["law"].split()), provenance=provenance))
+        report.filled.append(scenario.id)
+    report.usage = client.usage_dict()
+    return out, report
+
+
 # ----------------------------------------------------------------------------- CLI entry
 
 def _jsonl(items: list[Any]) -> bytes:
     return "".join(json.dumps(item.to_dict(), ensure_ascii=False, sort_keys=True) + "\n" for item in items).encode("utf-8")
 
 
-def cli_import(path: str, out: str | None = None) -> int:
-    """``vrforge cfworld import PATH [--out DIR]``: write scenarios.jsonl, probes.jsonl and import_report.json.
+def cli_import(path: str, out: str | None = None, law_config: Any = None, cache_dir: str | None = None,
+               no_cache: bool = False) -> int:
+    """``vrforge cfworld import PATH [--out DIR] [--fill-law --model M ...]``: write scenarios.jsonl, probes.jsonl and
+    import_report.json.
 
-    ``out`` defaults to ``./cfworld-import``. Prints one line per file and the rejection
-    count; returns 0 on success, 2 (with one line on stderr) when the release cannot be read
-    or the output cannot be written.
+    ``out`` defaults to ``./cfworld-import``. With ``law_config`` (a ``ChatConfig``) every empty
+    ``law`` is filled through that endpoint (``fill_laws``), its answers cached in ``cache_dir``
+    (default OUT/cache) unless ``no_cache``. Prints one line per file and the rejection count;
+    returns 0 on success, 2 (with one line on stderr) when the release cannot be read, the
+    endpoint refuses the requests or the output cannot be written.
     """
     from vrforge.fileio import write_bytes_atomic
 
@@ -563,10 +708,26 @@ def cli_import(path: str, out: str | None = None) -> int:
         print(f"error: {path}: cannot read ({exc.__class__.__name__}: {exc})", file=sys.stderr)
         return 2
     target = Path(out) if out is not None else Path.cwd() / "cfworld-import"
+    law_fill: LawFillReport | None = None
+    if law_config is not None:
+        from tqdm import tqdm
+
+        from vrforge.openai_client import ChatClient, ChatError
+
+        cache = None if no_cache else Path(cache_dir) if cache_dir else target / "cache"
+        try:
+            with ChatClient(law_config, cache) as client, tqdm(total=len(report.scenarios), desc="filling laws", unit="scenario",
+                                                               disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
+                report.scenarios, law_fill = fill_laws(report.scenarios, client, progress=bar)
+        except ChatError as exc:
+            print(f"error: {law_config.base_url}: {exc}", file=sys.stderr)
+            return 2
+        report.flags.update(flag for s in report.scenarios for flag in s.provenance.flags if flag.startswith("law_"))
     try:
         write_bytes_atomic(target / "scenarios.jsonl", _jsonl(report.scenarios))
         write_bytes_atomic(target / "probes.jsonl", _jsonl(report.probes))
-        data = json.dumps(report.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        data = report.to_dict() | ({"law_fill": law_fill.to_dict()} if law_fill is not None else {})
+        data = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
         write_bytes_atomic(target / "import_report.json", data.encode("utf-8"))
     except OSError as exc:
         print(f"error: cannot write to {target} ({exc.__class__.__name__}: {exc})", file=sys.stderr)
@@ -576,6 +737,39 @@ def cli_import(path: str, out: str | None = None) -> int:
     for name in report.ignored_files:
         print(f"{name}: ignored (not under prompt/, eval_questions/ or prompt_ablation/)")
     reasons = ", ".join(f"{reason} {n}" for reason, n in report.rejection_reasons().items()) or "none"
+    if law_fill is not None:
+        u = law_fill.usage
+        print(f"laws: {len(law_fill.filled)} filled by {law_config.model}, {len(law_fill.failed)} failed; "
+              f"{u.get('requests', 0)} requests, {u.get('cache_hits', 0)} cache hits")
     print(f"{len(report.scenarios)} scenarios, {report.question_count} questions, {len(report.probes)} probes; "
           f"{len(report.rejected)} rejected ({reasons}); written to {target}")
     return 0
+
+
+def add_law_fill_arguments(parser: Any) -> None:
+    """The optional LLM fill of ``law`` on ``vrforge cfworld import`` (for cli.py)."""
+    parser.add_argument("--fill-law", action="store_true", help="fill each empty law through an LLM (OpenAI-compatible)")
+    parser.add_argument("--model", help="with --fill-law: model name at the endpoint")
+    parser.add_argument("--base-url", default="https://api.openai.com/v1", help="with --fill-law: endpoint (…/v1)")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="with --fill-law: variable holding the API key")
+    parser.add_argument("--cache-dir", help="with --fill-law: response cache folder (default OUT/cache)")
+    parser.add_argument("--no-cache", action="store_true", help="with --fill-law: do not read or write the response cache")
+    parser.add_argument("--timeout", type=float, default=60.0, help="with --fill-law: seconds per request")
+    parser.add_argument("--max-retries", type=int, default=3)
+
+
+def law_config_from_args(args: Any) -> Any:
+    """The ``ChatConfig`` for ``--fill-law`` (None without it); UserError for an incomplete request."""
+    if not getattr(args, "fill_law", False):
+        if getattr(args, "model", None):
+            from vrforge.errors import UserError
+
+            raise UserError("--model is only used with --fill-law")
+        return None
+    from vrforge.errors import UserError
+    from vrforge.openai_client import ChatConfig
+
+    if not args.model:
+        raise UserError("--fill-law needs --model")
+    return ChatConfig(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env, timeout_s=args.timeout,
+                      max_retries=args.max_retries)

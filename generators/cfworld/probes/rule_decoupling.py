@@ -7,17 +7,26 @@ prompt states another rule follows its prior, not the rule. Each of the 33 rules
 five counterfactual ones; a positional rule gives two factual prompts (two layouts of its
 driving element, two different answers) and four counterfactual ones.
 
+A counterfactual rule never names its answer: it either reverses the law as a mechanism
+("heat flows from a cold body to a hot one"; the scene says where the hot body is) or turns
+the real direction by 45, 90 or 135 degrees clockwise or counter-clockwise as seen in the
+picture, so the model has to find the real direction first. ``named_directions`` finds screen
+directions in a text; no counterfactual statement contains one.
+
 Every answer is computed, not written: directions are the eight screen directions, a layout
 places the driving element, the law maps it to the factual direction (``away`` / ``toward`` /
-fixed), and each perturbation maps the factual direction to a new one: ``reverse``,
-``rotate_cw`` / ``rotate_ccw`` (90 degrees as seen on the canvas) or ``gravity_<direction>``
-(the outcome is pulled one fixed way, whatever the scene). Perturbations are taken in a fixed
-cyclic order that shifts with the rule and the prompt slot (the diagonal gravities last),
-skipping any already used in that rule or whose answer repeats one already in that rule, so
-the six expected directions of a rule are pairwise different. No randomness.
+fixed), and each perturbation maps the factual direction to a new one. A rule's ``motion``
+removes impossible answers: a ball on a ramp cannot move into the ramp, and water in a pipe
+(a ``channel``) only runs one way or the other, so a channel rule is reversed in further
+layouts instead of turned. Perturbations are taken in a fixed cyclic order that shifts with
+the rule and the prompt slot, skipping any already used with that layout or whose answer
+repeats one already in that rule, so the six expected directions of a rule are pairwise
+different. No randomness.
 """
 
 from __future__ import annotations
+
+import re
 
 from vrforge.generators.cfworld.probes.rules import RULES, Rule
 from vrforge.schemas.cfworld_probes import RuleProbe
@@ -33,6 +42,10 @@ AT_POSITION = {
     "left": "on the left", "down-left": "in the bottom-left corner", "down": "at the bottom",
     "down-right": "in the bottom-right corner",
 }
+FROM_POSITION = {
+    "right": "from the right", "up-right": "from the top-right", "up": "from above", "up-left": "from the top-left",
+    "left": "from the left", "down-left": "from the bottom-left", "down": "from below", "down-right": "from the bottom-right",
+}
 TOWARD = {
     "right": "to the right", "up-right": "towards the top-right corner", "up": "straight up",
     "up-left": "towards the top-left corner", "left": "to the left", "down-left": "towards the bottom-left corner",
@@ -43,11 +56,31 @@ POINTING = {
     "up-left": "pointing to the top-left", "left": "pointing left", "down-left": "pointing to the bottom-left",
     "down": "pointing straight down", "down-right": "pointing to the bottom-right",
 }
-CORE_PERTURBATIONS = ("reverse", "gravity_down", "rotate_cw", "gravity_left", "rotate_ccw", "gravity_up", "gravity_right")
-DIAGONAL_GRAVITIES = ("gravity_up_right", "gravity_down_left", "gravity_up_left", "gravity_down_right")
-PERTURBATIONS = CORE_PERTURBATIONS + DIAGONAL_GRAVITIES
+# Perturbation -> eighths of a turn counter-clockwise applied to the factual direction.
+STEPS = {"reverse": 4, "rotate_cw_90": -2, "rotate_ccw_90": 2, "rotate_cw_45": -1, "rotate_ccw_45": 1,
+         "rotate_cw_135": -3, "rotate_ccw_135": 3}
+PERTURBATIONS = ("reverse", "rotate_cw_90", "rotate_ccw_90", "rotate_cw_45", "rotate_ccw_45", "rotate_cw_135", "rotate_ccw_135")
+MOTIONS = ("free", "channel", "ramp")
 PROMPTS_PER_RULE = 6
 BACKGROUND = "On a plain white background, draw"
+
+_VERTICAL = {"up": r"(?:up|upper|top)", "down": r"(?:down|lower|bottom)"}
+_SINGLE = {"right": r"right(?:wards?)?", "left": r"left(?:wards?)?", "up": r"(?:up(?:wards?)?|top|above|upper)",
+           "down": r"(?:down(?:wards?)?|bottom|below|beneath|lower)"}
+
+
+def named_directions(text: str) -> set[str]:
+    """The screen directions a text names ("top-left", "to the right", "upwards"), as direction names."""
+    found: set[str] = set()
+    rest = text
+    for direction in ("up-right", "up-left", "down-right", "down-left"):
+        vertical, horizontal = direction.split("-")
+        pattern = re.compile(rf"\b{_VERTICAL[vertical]}[- ]{horizontal}\b", re.IGNORECASE)
+        if pattern.search(rest):
+            found.add(direction)
+            rest = pattern.sub(" ", rest)
+    found.update(d for d, word in _SINGLE.items() if re.search(rf"\b{word}\b", rest, re.IGNORECASE))
+    return found
 
 
 def rotate(direction: str, steps: int) -> str:
@@ -66,30 +99,27 @@ def factual_direction(rule: Rule, layout: str | None) -> str:
     return rule.outcome
 
 
-def gravity_target(perturbation: str) -> str:
-    return perturbation.removeprefix("gravity_").replace("_", "-")
-
-
 def perturbed_direction(perturbation: str, factual: str) -> str:
-    if perturbation == "reverse":
-        return opposite(factual)
-    if perturbation == "rotate_cw":
-        return rotate(factual, -2)
-    if perturbation == "rotate_ccw":
-        return rotate(factual, 2)
-    return gravity_target(perturbation)
+    return rotate(factual, STEPS[perturbation])
+
+
+def possible(rule: Rule, layout: str | None, direction: str) -> bool:
+    """Whether the moving thing can go that way at all in this scene."""
+    if rule.motion == "channel":
+        return direction in (layout, opposite(layout))
+    if rule.motion == "ramp":  # the ramp rises towards a top corner; the solid lies below its surface
+        inward = "down-" + ("left" if layout == "up-left" else "right")
+        return direction not in (inward, rotate(inward, 1), rotate(inward, -1))
+    return True
 
 
 def counterfactual_statement(rule: Rule, perturbation: str) -> str:
     if perturbation == "reverse":
-        change = f"the direction of {rule.subject} is reversed, exactly opposite to the one it takes in our world"
-    elif perturbation in ("rotate_cw", "rotate_ccw"):
-        sense = "clockwise" if perturbation == "rotate_cw" else "counter-clockwise"
-        change = f"the direction of {rule.subject} is turned 90 degrees {sense} from the one it takes in our world"
-    else:
-        pull = TOWARD[gravity_target(perturbation)]
-        change = f"{rule.subject} is driven only by a gravity that pulls {pull}, whatever else is in the scene"
-    return f"Set a counterfactual rule: {change}."
+        return f"Set a counterfactual rule: {rule.reversal}."
+    degrees = 45 * abs(STEPS[perturbation])
+    sense = "clockwise" if STEPS[perturbation] < 0 else "counter-clockwise"
+    return (f"Set a counterfactual rule: {rule.subject} is turned {degrees} degrees {sense}, as seen in the picture, "
+            f"from the direction it takes in our world.")
 
 
 def scene(rule: Rule, layout: str | None) -> str:
@@ -97,7 +127,8 @@ def scene(rule: Rule, layout: str | None) -> str:
         return rule.setup
     other = opposite(layout)
     return rule.setup.format(pos=POSITION_ADJECTIVE[layout], at_pos=AT_POSITION[layout], toward_pos=TOWARD[layout],
-                             opp=POSITION_ADJECTIVE[other], at_opp=AT_POSITION[other], toward_opp=TOWARD[other])
+                             from_pos=FROM_POSITION[layout], opp=POSITION_ADJECTIVE[other], at_opp=AT_POSITION[other],
+                             toward_opp=TOWARD[other])
 
 
 def compose_prompt(rule: Rule, layout: str | None, statement: str) -> str:
@@ -110,7 +141,12 @@ def compose_prompt(rule: Rule, layout: str | None, statement: str) -> str:
 
 def rule_probes(rule: Rule, index: int) -> list[RuleProbe]:
     """The six prompts of one rule: factual ones first (one per layout), then the counterfactual ones."""
+    if rule.motion not in MOTIONS:
+        raise ValueError(f"rule {rule.key}: unknown motion {rule.motion!r}")
+    if not rule.reversal or named_directions(rule.reversal):
+        raise ValueError(f"rule {rule.key}: the reversal must be stated and name no screen direction")
     layouts: tuple[str | None, ...] = rule.layouts or (None,)
+    cf_layouts = layouts + rule.extra_layouts
     probes: list[RuleProbe] = []
     used: set[str] = set()
 
@@ -126,32 +162,30 @@ def rule_probes(rule: Rule, index: int) -> list[RuleProbe]:
 
     for layout in layouts:
         add(layout, "none", "", factual_direction(rule, layout))
-    taken: set[str] = set()
+    taken: set[tuple[str | None, str]] = set()
     slot = 0
     while len(probes) < PROMPTS_PER_RULE:
-        layout = layouts[slot % len(layouts)]
+        layout = cf_layouts[slot % len(cf_layouts)]
         factual = factual_direction(rule, layout)
         for perturbation in _candidates(index, slot):
             direction = perturbed_direction(perturbation, factual)
-            if perturbation not in taken and direction not in used:
-                taken.add(perturbation)
+            if (layout, perturbation) not in taken and direction not in used and possible(rule, layout, direction):
+                taken.add((layout, perturbation))
                 add(layout, perturbation, counterfactual_statement(rule, perturbation), direction)
                 break
-        else:  # cannot happen with eight directions and at most six answers; guards a bad table edit
-            raise ValueError(f"rule {rule.key}: no perturbation left with a new direction")
         slot += 1
+        if slot > 4 * PROMPTS_PER_RULE:  # guards a table edit that leaves too few possible answers
+            raise ValueError(f"rule {rule.key}: too few perturbations with a new, possible direction")
     return probes
 
 
-def _rotated(items: tuple[str, ...], start: int) -> tuple[str, ...]:
-    start %= len(items)
-    return items[start:] + items[:start]
-
-
 def _candidates(index: int, slot: int) -> tuple[str, ...]:
-    """The core perturbations (reverse, rotations, the four axis gravities) first, in an order that
-    moves with the rule and the slot so every kind gets used; diagonal gravities only as a fallback."""
-    return _rotated(CORE_PERTURBATIONS, 3 * index + slot) + _rotated(DIAGONAL_GRAVITIES, index)
+    """Reversal first in every other slot, then the rotations in an order that moves with the rule and
+    the slot, so every kind is used across the table."""
+    rotations = PERTURBATIONS[1:]
+    start = (3 * index + slot) % len(rotations)
+    turned = rotations[start:] + rotations[:start]
+    return ("reverse", *turned) if slot % 2 == 0 else (*turned, "reverse")
 
 
 def generate_rule_probes(rules: tuple[Rule, ...] = RULES) -> list[RuleProbe]:
