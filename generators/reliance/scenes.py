@@ -397,10 +397,7 @@ def read_answer(meta: dict[str, Any], image: Any) -> str | None:
         dx, dy = cx - rx.mean(), cy - ry.mean()
     else:
         raise ValueError(f"unknown question type {qtype!r}")
-    if abs(dx) > abs(dy):
-        side = 0 if dx < 0 else 1
-    else:
-        side = 2 if dy < 0 else 3
+    side = (0 if dx < 0 else 1) if abs(dx) > abs(dy) else (2 if dy < 0 else 3)
     return (POSITIONS if qtype == "position" else RELATIONS)[side]
 
 

@@ -364,8 +364,8 @@ def run_audit(dataset: str | Path, scorer: Scorer, out: str | Path, settings: Se
     report = build_report(samples, kind, info, scorer, settings, thresholds, gate_perturbation)
     requests_per_item = mean([1 + (s["counterfactual"] is not None) + sum(len(v) for v in s["perturbed"].values())
                               for s in samples]) or 0
-    report["throughput"] = {"items_asked": asked, "wall_s": round(wall, 3),
-                            "items_x_perturbations_per_s": round(asked * len(settings.perturbations) / wall, 3) if asked and wall else None,
+    rate = round(asked * len(settings.perturbations) / wall, 3) if asked and wall else None
+    report["throughput"] = {"items_asked": asked, "wall_s": round(wall, 3), "items_x_perturbations_per_s": rate,
                             "forward_requests_per_item": requests_per_item, "internals": settings.internals}
     failures = report["gate"]["failures"]
     write_bytes_atomic(out / REPORT_FILE, (json.dumps(report, indent=2, sort_keys=True) + "\n").encode("utf-8"))

@@ -38,7 +38,9 @@ def ladder(families: Sequence[str] | None = None) -> list[str]:
 
 def split_name(name: str) -> tuple[str, int | None]:
     family, _, strength = name.partition("-")
-    if family not in FAMILIES or (strength and int(strength) not in FAMILIES[family]) or (not strength and FAMILIES[family] != (None,)):
+    known = family in FAMILIES and (int(strength) in FAMILIES[family] if strength.isdigit() else
+                                    not strength and FAMILIES[family] == (None,))
+    if not known:
         raise ValueError(f"unknown perturbation {name!r}")
     return family, int(strength) if strength else None
 

@@ -34,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="openai: logprobs where served (auto), or always estimate from samples")
     p.add_argument("--samples", type=int, default=10, help="answers sampled per request when there are no logprobs (openai)")
     p.add_argument("--workers", type=int, default=1, help="concurrent requests (openai)")
+    p.add_argument("--max-retries", type=int, default=3, help="retries of a failed request, with backoff (openai)")
     p.add_argument("--types", nargs="+", help="only these question types (TACIT: tasks)")
     p.add_argument("--limit", type=int, help="at most N items per question type")
     p.add_argument("--perturbations", nargs="+", help="perturbation names or families (default: the whole ladder)")
@@ -82,7 +83,8 @@ def _scorer(args: argparse.Namespace):
         if not args.base_url:
             raise UserError("--backend openai needs --base-url")
         return OpenAIScorer(args.base_url, args.model, api_key_env=args.api_key_env, samples=args.samples,
-                            mode=args.distribution, seed=args.seed, workers=args.workers)
+                            mode=args.distribution, seed=args.seed, workers=args.workers,
+                            max_retries=args.max_retries)
     from vrforge.runners.vlm_backends import check_model_options
     from vrforge.runners.vlm_choice import BackendError
 
