@@ -349,13 +349,17 @@ def relevant_mask(meta: dict[str, Any]) -> np.ndarray:
 
 
 def colour_labels(pixels: np.ndarray) -> np.ndarray:
-    """Index into COLOURS of each pixel's nearest palette colour within COLOUR_TOLERANCE, else -1."""
+    """Index into COLOURS of each pixel's nearest palette colour within COLOUR_TOLERANCE, else -1.
+    Computed once per distinct colour (a clean scene has a handful)."""
+    rgb = np.asarray(pixels, dtype=np.int32)
+    keys = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
+    unique, inverse = np.unique(keys.ravel(), return_inverse=True)
+    colours = np.stack([unique >> 16, (unique >> 8) & 255, unique & 255], axis=1)
     palette = np.array([PALETTE[c] for c in COLOURS], dtype=np.int32)
-    flat = pixels.reshape(-1, 3).astype(np.int32)
-    distance = ((flat[:, None, :] - palette[None, :, :]) ** 2).sum(axis=2)
+    distance = ((colours[:, None, :] - palette[None, :, :]) ** 2).sum(axis=2)
     nearest = distance.argmin(axis=1)
-    labels = np.where(distance[np.arange(len(flat)), nearest] <= COLOUR_TOLERANCE ** 2, nearest, -1)
-    return labels.reshape(pixels.shape[:2])
+    labels = np.where(distance[np.arange(len(unique)), nearest] <= COLOUR_TOLERANCE ** 2, nearest, -1)
+    return labels[inverse].reshape(keys.shape)
 
 
 def _area(obj: Obj, size: int) -> int:
