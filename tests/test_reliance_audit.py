@@ -112,3 +112,17 @@ def test_user_mistakes_are_one_line(golden, tmp_path, capsys):
     with pytest.raises(AuditError):
         parse_thresholds(["speed=1"])
     assert parse_thresholds(["count.cfc=0.5"])["per_type"] == {"count": {"cfc": 0.5}}
+
+
+def test_tacit_release_gets_the_ladder_only(built, tmp_path, capsys):
+    out = tmp_path / "tacit"
+    code = main(["reliance", "audit", str(built), "--backend", "baseline", "--model", "blind", "--out", str(out),
+                 "--repeats", "1", "--perturbations", "blur-2", "replace", "blank", "--limit", "1", "--quiet", "--no-plots"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "VSS[blank] 0.000 < 0.05 on maze" in err and "AVR" not in err  # no counterfactuals: AVR/CFC are not gated
+    report = json.loads((out / "report.json").read_text())
+    assert report["dataset"]["kind"] == "tacit" and report["dataset"]["resolution"] == 1024
+    assert report["per_type"]["maze"]["items"] == 3 and report["per_type"]["maze"]["avr"] is None
+    first = report["items"][0]
+    assert first["counterfactual"] is None and len(first["original"]) == 5

@@ -23,7 +23,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -109,8 +109,29 @@ def dataset_kind(folder: Path) -> str:
     return str(manifest.get("kind", "tacit")) if isinstance(manifest, dict) else "tacit"
 
 
-def load_audit_items(folder: str | Path, settings: Settings) -> tuple[str, list[AuditItem], dict[str, Any]]:
-    """(kind, items, dataset info): golden items with counterfactual and mask, or TACIT puzzles (ladder only)."""
+@dataclass
+class Source:
+    """What to audit: the items' ids and types in order, a streaming loader, and unrelated images for ``replace``."""
+
+    kind: str
+    info: dict[str, Any]
+    order: list[tuple[str, str]]  # (id, question type)
+    load: Callable[[set[str]], Iterator[AuditItem]]
+    pool: dict[str, list[Image.Image]]  # a few images per question type
+
+    def replacements(self, item: AuditItem) -> list[Image.Image]:
+        """Images of other question types where there are any, else other images of the same type."""
+        others = [image for qtype, images in self.pool.items() if qtype != item.qtype for image in images]
+        if not others:
+            others = [image for image in self.pool.get(item.qtype, []) if image.tobytes() != item.image.tobytes()]
+        return others or [Image.new("RGB", item.image.size, (0, 0, 0))]
+
+
+POOL_PER_TYPE = 2
+
+
+def open_source(folder: str | Path, settings: Settings) -> Source:
+    """Golden items with counterfactual and mask, or TACIT puzzles (ladder only); images decoded one item at a time."""
     folder = Path(folder)
     if not folder.is_dir():
         raise AuditError(f"no such dataset folder: {folder}")
@@ -120,45 +141,77 @@ def load_audit_items(folder: str | Path, settings: Settings) -> tuple[str, list[
             "config_hash": manifest.get("config_hash")}
     types = list(settings.question_types) if settings.question_types else None
     if kind == "reliance":
-        from vrforge.builds.reliance_build import read_rows
-
         present = list(manifest.get("rows", {}))
         unknown = sorted(set(types or []) - set(present))
         if unknown:
             raise AuditError(f"question type not in {folder}: {', '.join(unknown)} (present: {', '.join(present)})")
-        items, taken = [], {}
-        for row in read_rows(folder, types):
-            if settings.limit is not None and taken.get(row["qtype"], 0) >= settings.limit:
-                continue
-            taken[row["qtype"]] = taken.get(row["qtype"], 0) + 1
-            with Image.open(io.BytesIO(bytes(row["mask"]["bytes"]))) as mask:
-                mask_array = np.asarray(mask.convert("L")) > 127
-            items.append(AuditItem(
-                id=row["id"], qtype=row["qtype"], text=golden_prompt(row["question"], row["options"]),
-                options=tuple(row["options"]), answer_index=row["answer_index"], image=_image(row["image"]),
-                counterfactual=_image(row["counterfactual"]), counterfactual_answer_index=row["counterfactual_answer_index"],
-                mask=mask_array, meta=json.loads(row["meta"]),
-                digests={"image": _digest(row["image"]), "counterfactual": _digest(row["counterfactual"])}))
-        return kind, items, info
+        rows = _golden_rows(folder, types, settings.limit)  # a golden release is small (PNG bytes of 256 px scenes)
+        pool: dict[str, list[Image.Image]] = {}
+        for row in rows:
+            if len(pool.setdefault(row["qtype"], [])) < POOL_PER_TYPE:
+                pool[row["qtype"]].append(_image(row["image"]))
+        by_id = {row["id"]: row for row in rows}
+        return Source(kind, info, [(r["id"], r["qtype"]) for r in rows],
+                      lambda wanted: (_golden_item(by_id[i]) for i in by_id if i in wanted), pool)
     if kind != "tacit":
         raise AuditError(f"{folder} is a {kind} release; the reliance audit reads golden (reliance) or TACIT releases")
-    from vrforge.runners.vlm_choice import ChoiceError, Question, load_items, plan_rows
+    from vrforge.runners.vlm_choice import ChoiceError, load_items, plan_rows
 
     try:
-        resolution, rows = plan_rows(folder, None, types, None, settings.limit)
-        loaded = list(load_items(folder, resolution, {r["id"] for r in rows}))
+        resolution, planned = plan_rows(folder, None, types, None, settings.limit)
     except ChoiceError as exc:
         raise AuditError(str(exc)) from None
     info["resolution"] = resolution
-    items = []
-    for item in loaded:
-        question = Question(item.task, item.puzzle, item.options)
-        text = (f"{question.intro} The first image is the puzzle; the next {len(item.options)} are options "
-                f"{LETTERS[0]} to {LETTERS[len(item.options) - 1]} in order. {question.ask}")
-        items.append(AuditItem(id=item.id, qtype=item.task, text=text, options=tuple(LETTERS[:len(item.options)]),
-                               answer_index=item.answer_index, image=_image(item.puzzle),
-                               extra_images=tuple(_image(o) for o in item.options), digests={"image": _digest(item.puzzle)}))
-    return kind, items, info
+
+    def load(wanted: set[str]) -> Iterator[AuditItem]:
+        try:
+            for item in load_items(folder, resolution, wanted):
+                yield _tacit_item(item)
+        except ChoiceError as exc:
+            raise AuditError(str(exc)) from None
+
+    firsts: dict[str, list[str]] = {}
+    for row in planned:
+        if len(firsts.setdefault(row["task"], [])) < POOL_PER_TYPE:
+            firsts[row["task"]].append(row["id"])
+    pool = {}
+    for item in load({i for ids in firsts.values() for i in ids}):
+        pool.setdefault(item.qtype, []).append(item.image)
+    return Source(kind, info, [(r["id"], r["task"]) for r in planned], load, pool)
+
+
+def _golden_rows(folder: Path, types: list[str] | None, limit: int | None) -> list[dict[str, Any]]:
+    from vrforge.builds.reliance_build import read_rows
+
+    taken: dict[str, int] = {}
+    rows = []
+    for row in read_rows(folder, types):
+        if limit is not None and taken.get(row["qtype"], 0) >= limit:
+            continue
+        taken[row["qtype"]] = taken.get(row["qtype"], 0) + 1
+        rows.append(row)
+    return rows
+
+
+def _golden_item(row: dict[str, Any]) -> AuditItem:
+    with Image.open(io.BytesIO(bytes(row["mask"]["bytes"]))) as mask:
+        mask_array = np.asarray(mask.convert("L")) > 127
+    return AuditItem(
+        id=row["id"], qtype=row["qtype"], text=golden_prompt(row["question"], row["options"]), options=tuple(row["options"]),
+        answer_index=row["answer_index"], image=_image(row["image"]), counterfactual=_image(row["counterfactual"]),
+        counterfactual_answer_index=row["counterfactual_answer_index"], mask=mask_array, meta=json.loads(row["meta"]),
+        digests={"image": _digest(row["image"]), "counterfactual": _digest(row["counterfactual"])})
+
+
+def _tacit_item(item: Any) -> AuditItem:
+    from vrforge.runners.vlm_choice import Question
+
+    question = Question(item.task, item.puzzle, item.options)
+    text = (f"{question.intro} The first image is the puzzle; the next {len(item.options)} are options "
+            f"{LETTERS[0]} to {LETTERS[len(item.options) - 1]} in order. {question.ask}")
+    return AuditItem(id=item.id, qtype=item.task, text=text, options=tuple(LETTERS[:len(item.options)]),
+                     answer_index=item.answer_index, image=_image(item.puzzle),
+                     extra_images=tuple(_image(o) for o in item.options), digests={"image": _digest(item.puzzle)})
 
 
 # ----------------------------------------------------------------------------- one item
@@ -190,12 +243,6 @@ def ask_item(item: AuditItem, scorer: Scorer, settings: Settings, pool: Sequence
         else:
             record["perturbed"].setdefault(name, []).append(rounded)
     return record
-
-
-def _replacement_pool(items: Sequence[AuditItem], item: AuditItem) -> list[Image.Image]:
-    """Unrelated images for ``replace``: other items' images, of another question type where there is one."""
-    others = [o.image for o in items if o.qtype != item.qtype]
-    return others or [o.image for o in items if o.id != item.id] or [Image.new("RGB", item.image.size, (0, 0, 0))]
 
 
 # ----------------------------------------------------------------------------- resume
@@ -331,10 +378,11 @@ def run_audit(dataset: str | Path, scorer: Scorer, out: str | Path, settings: Se
     if settings.internals and not isinstance(scorer, TransformersScorer):
         raise AuditError("--internals needs a transformers backend (an endpoint exposes no activations)")
     thresholds = thresholds or parse_thresholds(None)
-    kind, items, info = load_audit_items(dataset, settings)
-    if not items:
+    source = open_source(dataset, settings)
+    if not source.order:
         raise AuditError(f"{dataset}: no items to audit")
-    run = {"report_version": REPORT_VERSION, "dataset": info, **scorer.describe(), **settings.as_dict()}
+    order = [item_id for item_id, _ in source.order]
+    run = {"report_version": REPORT_VERSION, "dataset": source.info, **scorer.describe(), **settings.as_dict()}
     log = SampleLog(out / SAMPLES_FILE)
     started = time.perf_counter()
     asked = 0
@@ -344,11 +392,11 @@ def run_audit(dataset: str | Path, scorer: Scorer, out: str | Path, settings: Se
             internals_done[sample["qtype"]] = internals_done.get(sample["qtype"], 0) + 1
     try:
         _check_run(out, run, has_samples=bool(log.samples))
-        pending = [item for item in items if item.id not in log.samples]
+        pending = {item_id for item_id in order if item_id not in log.samples}
         bar = tqdm(total=len(pending), desc="reliance audit", unit="item", disable=not progress, dynamic_ncols=True)
         try:
-            for item in pending:
-                record = ask_item(item, scorer, settings, _replacement_pool(items, item))
+            for item in source.load(pending) if pending else iter(()):
+                record = ask_item(item, scorer, settings, source.replacements(item))
                 if settings.internals and internals_done.get(item.qtype, 0) < settings.internals_items:
                     record["internals"] = item_internals(item, scorer, settings)
                     internals_done[item.qtype] = internals_done.get(item.qtype, 0) + 1
@@ -358,10 +406,10 @@ def run_audit(dataset: str | Path, scorer: Scorer, out: str | Path, settings: Se
         finally:
             bar.close()
     finally:
-        log.close([item.id for item in items])
+        log.close(order)
     wall = time.perf_counter() - started
-    samples = [log.samples[item.id] for item in items]
-    report = build_report(samples, kind, info, scorer, settings, thresholds, gate_perturbation)
+    samples = [log.samples[item_id] for item_id in order]
+    report = build_report(samples, source.kind, source.info, scorer, settings, thresholds, gate_perturbation)
     requests_per_item = mean([1 + (s["counterfactual"] is not None) + sum(len(v) for v in s["perturbed"].values())
                               for s in samples]) or 0
     rate = round(asked * len(settings.perturbations) / wall, 3) if asked and wall else None
@@ -376,7 +424,7 @@ def run_audit(dataset: str | Path, scorer: Scorer, out: str | Path, settings: Se
         plot_ladder(report, out / "ladder.png")
         if report["internals"]:
             plot_layers(report, out / "layers.png")
-    return AuditResult(out=out, report=report, failures=failures, asked=asked, skipped=len(items) - len(pending))
+    return AuditResult(out=out, report=report, failures=failures, asked=asked, skipped=len(order) - len(pending))
 
 
 def item_internals(item: AuditItem, scorer: Scorer, settings: Settings) -> dict[str, Any]:
