@@ -79,6 +79,10 @@ def plot_layers(report: dict[str, Any], path: Path) -> None:
     axes[0][1].set_xlabel("hidden index (0 = LM input)")
     axes[0][1].set_ylabel("indirect effect on P(cf answer)")
     axes[0][1].axhline(0, color="grey", linewidth=0.5)
+    from matplotlib.ticker import MaxNLocator
+
+    for axis in axes[0]:
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0][0].legend(fontsize=7)
     figure.suptitle(f"Layer sweep: {report['model'].get('model')}")
     figure.tight_layout()
