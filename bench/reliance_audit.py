@@ -81,11 +81,11 @@ def timed_run(golden: Path, model: Path, out: Path, batch_size: int, repeats: in
     wall = time.perf_counter() - started
     items = result.asked
     perturbations = len(settings.perturbations)
-    requests = items * result.report["throughput"]["forward_requests_per_item"]
+    requests = items * result.throughput["forward_requests_per_item"]
     return {"batch_size": batch_size, "internals": internals, "items": items, "wall_s": round(wall, 3),
             "items_per_s": round(items / wall, 3), "items_x_perturbations_per_s": round(items * perturbations / wall, 3),
             "forward_requests_per_s": round(requests / wall, 3),
-            "requests_per_item": result.report["throughput"]["forward_requests_per_item"]}
+            "requests_per_item": result.throughput["forward_requests_per_item"]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -126,3 +126,17 @@ def test_tacit_release_gets_the_ladder_only(built, tmp_path, capsys):
     assert report["per_type"]["maze"]["items"] == 3 and report["per_type"]["maze"]["avr"] is None
     first = report["items"][0]
     assert first["counterfactual"] is None and len(first["original"]) == 5
+
+
+def test_same_run_writes_the_same_bytes(golden, tmp_path):
+    from vrforge.runners.reliance.audit import Settings, run_audit
+    from vrforge.runners.reliance.backends import LookingBaseline
+
+    settings = Settings(perturbations=("noise-40", "occlusion-50", "replace", "blank"), repeats=2, limit=2)
+    for name in ("a", "b"):
+        run_audit(golden, LookingBaseline(), tmp_path / name, settings)
+    for file in ("samples.jsonl", "report.json", "tables.md", "ladder.png"):
+        assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes(), file
+    other = run_audit(golden, LookingBaseline(), tmp_path / "c", Settings(**{**settings.__dict__, "seed": 1}))
+    first = json.loads((tmp_path / "a" / "report.json").read_text())
+    assert other.report["items"] != first["items"]  # another seed, other noise and occluders

@@ -130,8 +130,28 @@ def test_cli_end_to_end_on_tiny_llava(llava, tmp_path, capsys):
     report = json.loads((out / "report.json").read_text())
     assert report["distribution_source"] == "logits" and report["model"]["model_class"] == "LlavaForConditionalGeneration"
     assert report["model"]["preprocessing"]["crop_size"] == {"height": 32, "width": 32}
-    assert report["versions"]["torch"] and report["throughput"]["items_x_perturbations_per_s"] > 0
+    assert report["versions"]["torch"]
+    assert json.loads((out / "timing.json").read_text())["items_x_perturbations_per_s"] > 0
     internals = report["internals"]["colour"]
     assert len(internals["layer_sweep"]) == 2 and len(internals["mediation"]["indirect_effect"]) == 2
     for name in ("ladder.png", "layers.png", "tables.md", "samples.jsonl"):
         assert (out / name).stat().st_size > 0
+
+
+def test_audit_end_to_end_on_tiny_qwen2vl(qwen, tmp_path):
+    from dataclasses import replace
+
+    from vrforge.builds.reliance_build import build_reliance, load_reliance_recipe
+    from vrforge.runners.reliance.audit import Settings, run_audit
+
+    recipe = replace(load_reliance_recipe(ROOT / "builds/recipes/reliance-v0.1.0.toml"), count=1, question_types=("count", "relation"))
+    golden = build_reliance(recipe, tmp_path / "ds")
+    settings = Settings(perturbations=("blur-8", "noise-20", "blank"), repeats=2, min_confidence=0.0, internals=True,
+                        internals_items=1)
+    result = run_audit(golden, qwen, tmp_path / "audit", settings)
+    report = result.report
+    assert report["model"]["model_type"] == "qwen2_vl" and report["model"]["preprocessing"]["size"]["longest_edge"] == 112 * 112
+    assert set(report["internals"]) == {"count", "relation"}
+    assert len(report["internals"]["count"]["layer_sweep"]) == 3  # LM input + 2 decoder layers
+    assert report["per_type"]["count"]["vss"]["blank"] > 0  # the amplified projector makes the answer depend on the image
+    assert (tmp_path / "audit" / "layers.png").exists()

@@ -10,6 +10,7 @@ Output folder:
 - ``samples.jsonl``: one line per finished item (inputs: question, options, image digests;
   outputs: every distribution, internals), appended and fsynced, so a run resumes where it
   stopped; ``run.json`` holds the settings, and a resume with other settings is refused;
+- ``timing.json``: wall time and items x perturbations per second of this invocation;
 - ``report.json``: model id and revision, preprocessing, package versions, seeds, settings,
   thresholds, per-type metrics, internals curves, the gate verdict and every item;
 - ``tables.md``: one table per question type and the gate; ``ladder.png``, ``layers.png``.
@@ -39,6 +40,7 @@ from vrforge.runners.reliance.backends import LETTERS, Request, Scorer, Transfor
 from vrforge.runners.reliance.metrics import finite, mean, summarise_type
 
 SAMPLES_FILE, RUN_FILE, REPORT_FILE, TABLES_FILE = "samples.jsonl", "run.json", "report.json", "tables.md"
+TIMING_FILE = "timing.json"
 REPORT_VERSION = 1
 DEFAULT_THRESHOLDS = {"avr": 0.4, "cfc": 0.7, "vss": 0.05, "accuracy": 0.9}
 METRICS = tuple(DEFAULT_THRESHOLDS)
@@ -229,8 +231,10 @@ def ask_item(item: AuditItem, scorer: Scorer, settings: Settings, pool: Sequence
             rng = perturb.perturb_rng(settings.seed, item.id, name, repeat)
             keys.append((name, repeat))
             images.append(perturb.apply(name, item.image, rng, item.mask, pool))
+    before = dict(getattr(scorer, "sources", {}))
     distributions = scorer.distributions([item.request(image) for image in images])
     record: dict[str, Any] = {
+        "distribution_source": _item_source(scorer, before),
         "id": item.id, "qtype": item.qtype, "answer_index": item.answer_index,
         "counterfactual_answer_index": item.counterfactual_answer_index,
         "inputs": {"prompt": item.text, "options": list(item.options), **{f"{k}_sha256": v for k, v in item.digests.items()}},
@@ -243,6 +247,22 @@ def ask_item(item: AuditItem, scorer: Scorer, settings: Settings, pool: Sequence
         else:
             record["perturbed"].setdefault(name, []).append(rounded)
     return record
+
+
+def _item_source(scorer: Scorer, before: dict[str, int]) -> str:
+    """How this item's distributions were obtained (an endpoint may serve logprobs for some requests only)."""
+    counts = getattr(scorer, "sources", None)
+    if counts is None:
+        return scorer.source
+    used = sorted(name for name, count in counts.items() if count > before.get(name, 0))
+    if used == ["samples"]:
+        return f"samples (n={getattr(scorer, 'samples', '?')})"
+    return used[0] if len(used) == 1 else "mixed"
+
+
+def overall_source(samples: Sequence[dict[str, Any]]) -> str:
+    found = sorted({s.get("distribution_source", "unknown") for s in samples})
+    return found[0] if len(found) == 1 else "mixed: " + ", ".join(found)
 
 
 # ----------------------------------------------------------------------------- resume
@@ -343,6 +363,7 @@ class AuditResult:
     failures: list[str]
     asked: int
     skipped: int
+    throughput: dict[str, Any] = field(default_factory=dict)
 
 
 def _versions() -> dict[str, str | None]:
@@ -413,10 +434,12 @@ def run_audit(dataset: str | Path, scorer: Scorer, out: str | Path, settings: Se
     requests_per_item = mean([1 + (s["counterfactual"] is not None) + sum(len(v) for v in s["perturbed"].values())
                               for s in samples]) or 0
     rate = round(asked * len(settings.perturbations) / wall, 3) if asked and wall else None
-    report["throughput"] = {"items_asked": asked, "wall_s": round(wall, 3), "items_x_perturbations_per_s": rate,
-                            "forward_requests_per_item": requests_per_item, "internals": settings.internals}
+    # Timings live apart from the report, so the same run on the same inputs writes the same report bytes.
+    throughput = {"items_asked": asked, "wall_s": round(wall, 3), "items_x_perturbations_per_s": rate,
+                  "forward_requests_per_item": requests_per_item, "internals": settings.internals}
     failures = report["gate"]["failures"]
     write_bytes_atomic(out / REPORT_FILE, (json.dumps(report, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    write_bytes_atomic(out / TIMING_FILE, (json.dumps(throughput, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     write_bytes_atomic(out / TABLES_FILE, tables(report).encode("utf-8"))
     if plots:
         from vrforge.runners.reliance.plots import plot_ladder, plot_layers
@@ -424,7 +447,8 @@ def run_audit(dataset: str | Path, scorer: Scorer, out: str | Path, settings: Se
         plot_ladder(report, out / "ladder.png")
         if report["internals"]:
             plot_layers(report, out / "layers.png")
-    return AuditResult(out=out, report=report, failures=failures, asked=asked, skipped=len(order) - len(pending))
+    return AuditResult(out=out, report=report, failures=failures, asked=asked, skipped=len(order) - len(pending),
+                       throughput=throughput)
 
 
 def item_internals(item: AuditItem, scorer: Scorer, settings: Settings) -> dict[str, Any]:
@@ -464,7 +488,7 @@ def build_report(samples: Sequence[dict[str, Any]], kind: str, info: dict[str, A
     details = scorer.details() if hasattr(scorer, "details") else {}
     return {
         "report_version": REPORT_VERSION, "dataset": info, "model": {**scorer.describe(), **details},
-        "distribution_source": scorer.source, "versions": _versions(), "settings": settings.as_dict(),
+        "distribution_source": overall_source(samples), "versions": _versions(), "settings": settings.as_dict(),
         "seeds": {"audit": settings.seed, "perturbation_seed": "derive_seed(audit seed, item id, perturbation, repeat)"},
         "thresholds": thresholds, "gate_perturbation": gate_perturbation,
         "per_type": per_type, "internals": internals,

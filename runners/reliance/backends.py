@@ -6,7 +6,7 @@
   what single passes give). Its model is what the internals probes hook into.
 - ``OpenAIScorer``: any OpenAI-compatible endpoint: the first answer token's ``top_logprobs``
   where the server returns them (``source = "logprobs"``), else the share of each letter in
-  ``samples`` sampled answers (``source = "samples"``); the report says which per request.
+  ``samples`` sampled answers (``source = "samples"``); the report says which, per item and overall.
 - ``BlindBaseline`` / ``LookingBaseline``: scripted reference models for the golden set. The
   blind one answers from the question text alone; the looking one reads the answer from the
   pixels (the golden set's pixel reader). They bound the metrics: what a model that ignores the
@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -132,7 +133,8 @@ class TransformersScorer:
         image_processor = getattr(self.processor, "image_processor", None)
         settings = image_processor.to_dict() if image_processor is not None and hasattr(image_processor, "to_dict") else {}
         keep = ("image_processor_type", "size", "crop_size", "do_resize", "do_center_crop", "do_normalize", "image_mean",
-                "image_std", "resample", "patch_size", "merge_size", "min_pixels", "max_pixels", "do_rescale", "rescale_factor")
+                "image_std", "resample", "patch_size", "merge_size", "temporal_patch_size", "min_pixels", "max_pixels", "do_rescale",
+                "rescale_factor")
         return {"model_class": type(self.model).__name__, "model_type": getattr(config, "model_type", None),
                 "commit": getattr(config, "_commit_hash", None), "dtype": str(self.model.dtype),
                 "preprocessing": {k: _jsonable(settings[k]) for k in keep if k in settings}}
@@ -203,6 +205,7 @@ class OpenAIScorer:
         self.client = openai.OpenAI(base_url=base_url, api_key=os.environ.get(api_key_env) or "not-needed",
                                     timeout=timeout_s, max_retries=max_retries)
         self.sources: dict[str, int] = {"logprobs": 0, "samples": 0}
+        self._lock = threading.Lock()
 
     @property
     def source(self) -> str:
@@ -239,7 +242,8 @@ class OpenAIScorer:
                                     seed=self.seed)
             probs = _from_logprobs(response, request.n_options)
             if probs is not None:
-                self.sources["logprobs"] += 1
+                with self._lock:
+                    self.sources["logprobs"] += 1
                 return probs
             if self.mode == "logprobs":
                 raise ScorerError(f"{self.base_url} returned no logprobs for the option letters; use --distribution samples")
@@ -257,7 +261,8 @@ class OpenAIScorer:
             position = parse_choice(text, request.n_options)
             if position is not None:
                 counts[position] += 1
-        self.sources["samples"] += 1
+        with self._lock:
+            self.sources["samples"] += 1
         # Unparseable answers spread evenly: they carry no preference for any option.
         counts += (self.samples - counts.sum()) / request.n_options
         return (counts / counts.sum()).tolist()
