@@ -377,7 +377,7 @@ def _versions() -> dict[str, str | None]:
 
 
 def run_audit(dataset: str | Path, scorer: Scorer, out: str | Path, settings: Settings, *, thresholds: dict[str, Any] | None = None,
-              gate_perturbation: str = "blank", progress: bool = False, plots: bool = True) -> AuditResult:
+              gate_perturbation: str | None = None, progress: bool = False, plots: bool = True) -> AuditResult:
     from tqdm import tqdm
 
     out = Path(out)
@@ -394,6 +394,10 @@ def run_audit(dataset: str | Path, scorer: Scorer, out: str | Path, settings: Se
             perturb.split_name(name)
         except ValueError as exc:
             raise AuditError(str(exc)) from None
+    if not settings.perturbations:
+        raise AuditError("no perturbations to run")
+    if gate_perturbation is None:  # the blank image where it is run, else the last (strongest) rung given
+        gate_perturbation = "blank" if "blank" in settings.perturbations else settings.perturbations[-1]
     if gate_perturbation not in settings.perturbations:
         raise AuditError(f"--gate-perturbation {gate_perturbation!r} is not among the perturbations run")
     if settings.internals and not isinstance(scorer, TransformersScorer):

@@ -49,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--noise-scale", type=float, default=3.0, help="internals noise in standard deviations of the activations")
     p.add_argument("--threshold", action="append", metavar="[TYPE.]METRIC=VALUE",
                    help="override a gate threshold (metrics: avr, cfc, vss, accuracy; defaults 0.4, 0.7, 0.05, 0.9); repeatable")
-    p.add_argument("--gate-perturbation", default="blank", help="the perturbation whose VSS is gated (default blank)")
+    p.add_argument("--gate-perturbation",
+                   help="the perturbation whose VSS is gated (default: blank, or the last one given with --perturbations)")
     p.add_argument("--no-plots", action="store_true", help="skip the matplotlib plots")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         def fmt(value):
             return "n/a" if value is None else f"{value:.3f}"
         print(f"  {qtype:<12} accuracy {fmt(summary['accuracy'])}  AVR {fmt(summary['avr'])}  CFC {fmt(summary['cfc'])}  "
-              f"VSS[{args.gate_perturbation}] {fmt(summary['vss'].get(args.gate_perturbation))}")
+              f"VSS[{report['gate_perturbation']}] {fmt(summary['vss'].get(report['gate_perturbation']))}")
     if result.failures:
         print("gate FAILED: " + "; ".join(result.failures), file=sys.stderr)
         return EXIT_FAIL
