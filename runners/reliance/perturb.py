@@ -61,8 +61,12 @@ def apply(name: str, image: Image.Image, rng: np.random.Generator, mask: np.ndar
     if family == "blur":
         return image.filter(ImageFilter.GaussianBlur(radius=strength))
     if family == "noise":
-        pixels = np.asarray(image, dtype=np.float32) + rng.normal(0.0, float(strength), size=(image.height, image.width, 3))
-        return Image.fromarray(np.clip(np.rint(pixels), 0, 255).astype(np.uint8), "RGB")
+        pixels = rng.standard_normal((image.height, image.width, 3), dtype=np.float32)
+        pixels *= float(strength)
+        pixels += np.asarray(image, dtype=np.float32)
+        np.rint(pixels, out=pixels)
+        np.clip(pixels, 0, 255, out=pixels)
+        return Image.fromarray(pixels.astype(np.uint8), "RGB")
     if family == "greyscale":
         return image.convert("L").convert("RGB")
     if family == "occlusion":
