@@ -167,8 +167,12 @@ def _check_out(out: Path, hash_: str) -> bool:
         if recorded != hash_:
             raise RelianceBuildError(f"{out} holds a different build (config hash {str(recorded)[:12]}); choose another --out")
         return True
-    if out.exists() and any(out.iterdir()):
-        raise RelianceBuildError(f"{out} exists and is not empty; choose another --out")
+    if out.exists():
+        # An interrupted build leaves only its own files (no manifest yet): it is simply built again.
+        ours = {data_path(q) for q in QUESTION_TYPES} | {"README.md"}
+        present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")}
+        if present - ours:
+            raise RelianceBuildError(f"{out} exists and holds other files; choose another --out")
     return False
 
 

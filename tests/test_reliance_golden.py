@@ -119,6 +119,12 @@ def test_cli_build_and_audit(tmp_path, capsys):
     bad.write_text('kind = "reliance"\nname = "r"\nversion = "1"\ncount = 0\n')
     assert main(["build", str(bad), "--out", str(tmp_path / "x")]) == 2
     assert "'count' must be a positive integer" in capsys.readouterr().err
+    # an interrupted build (files, no manifest) is built again; a folder with other files is refused
+    (out / "manifest.json").unlink()
+    assert main(["build", str(ROOT / "builds/recipes/reliance-v0.1.0.toml"), "--limit", "2", "--out", str(out), "--quiet"]) == 0
+    (out / "notes.txt").write_text("mine")
+    (out / "manifest.json").unlink()
+    assert main(["build", str(ROOT / "builds/recipes/reliance-v0.1.0.toml"), "--limit", "2", "--out", str(out), "--quiet"]) == 2
 
 
 @pytest.mark.slow
