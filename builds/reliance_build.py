@@ -169,10 +169,11 @@ def _check_out(out: Path, hash_: str) -> bool:
         return True
     if out.exists():
         # An interrupted build leaves only its own files (no manifest yet): it is simply built again.
-        ours = {data_path(q) for q in QUESTION_TYPES} | {"README.md"}
+        ours = {data_path(q) for q in QUESTION_TYPES} | {"README.md", "audit.json"}
         present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and not p.name.startswith(".")}
         if present - ours:
             raise RelianceBuildError(f"{out} exists and holds other files; choose another --out")
+        (out / "audit.json").unlink(missing_ok=True)  # it audited files about to be rewritten
     return False
 
 
