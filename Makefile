@@ -7,10 +7,12 @@ WORKERS ?= 2
 OUT ?= datasets/tacit
 CFWORLD_RECIPE ?= builds/recipes/cfworld-v0.2.0.toml
 CFWORLD_OUT ?= datasets/cfworld
+RELIANCE_RECIPE ?= builds/recipes/reliance-v0.1.0.toml
+RELIANCE_OUT ?= datasets/reliance
 LIMIT ?=
 LIMIT_FLAG := $(if $(LIMIT),--limit $(LIMIT),)
 
-.PHONY: install dataset sample test test-all bench lint clean
+.PHONY: install dataset reliance-dataset sample test test-all bench lint clean
 
 # torch is pinned first: a bare `torch` requirement lets pip pick a newer build (multi-GB on
 # PyPI) that the evaluation extras' pins then fight with.
@@ -31,6 +33,12 @@ dataset: install
 	$(BIN)/vrforge audit $(OUT) --workers $(WORKERS)
 	$(BIN)/vrforge build $(CFWORLD_RECIPE) --out $(CFWORLD_OUT) $(LIMIT_FLAG)
 	$(BIN)/vrforge audit $(CFWORLD_OUT)
+	$(MAKE) reliance-dataset
+
+# The visual-reliance golden release alone (five question types, counterfactual images, masks).
+reliance-dataset: install
+	$(BIN)/vrforge build $(RELIANCE_RECIPE) --workers $(WORKERS) --out $(RELIANCE_OUT) $(LIMIT_FLAG)
+	$(BIN)/vrforge audit $(RELIANCE_OUT)
 
 sample: install
 	$(BIN)/vrforge sample maze --difficulty hard --out samples

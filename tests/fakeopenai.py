@@ -8,7 +8,8 @@
 - ``Refusal(text)``: ``message.refusal`` set, content null;
 - ``Completion(content, finish_reason, refusal)``: full control of the choice;
 - ``Delay(seconds, answer)``: waits, then answers (for client timeouts);
-- ``HttpError(status, body="")``: that HTTP status.
+- ``HttpError(status, body="")``: that HTTP status;
+- ``Raw(body)``: that whole chat.completion body as given (logprobs, several choices).
 
 Every request body is kept in ``.requests`` (headers in ``.headers``). The server serves only while
 the ``with`` block is open; a delayed answer still pending when it closes is dropped.
@@ -48,6 +49,11 @@ class Delay:
 class HttpError:
     status: int
     body: str = ""
+
+
+@dataclass(frozen=True)
+class Raw:
+    body: dict
 
 
 def _tokens(text: str) -> int:
@@ -146,6 +152,9 @@ class FakeOpenAI:
                     body = answer.body.encode() if answer.body else json.dumps(
                         {"error": {"message": f"fake error {answer.status}", "type": "server_error", "code": answer.status}}).encode()
                     self._reply(answer.status, body)
+                    return
+                if isinstance(answer, Raw):
+                    self._reply(200, json.dumps(answer.body).encode())
                     return
                 self._reply(200, json.dumps(completion_body(request, number, answer)).encode())
 

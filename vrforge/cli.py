@@ -79,6 +79,10 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
     if recipe_kind(args.recipe) == "cfworld":
         return cli_build_cfworld(args)
+    from vrforge.builds.reliance_build import cli_build_reliance, is_reliance_recipe
+
+    if is_reliance_recipe(args.recipe):
+        return cli_build_reliance(args)
 
     try:
         recipe = load_recipe(args.recipe).limited(args.limit).with_resolutions(args.resolutions)
@@ -174,6 +178,10 @@ def _audit_folder(folder: Path, args: argparse.Namespace, shown: str | None = No
         from vrforge.builds.cfworld_build import cli_audit_cfworld
 
         return cli_audit_cfworld(str(folder))
+    if _manifest_kind(folder) == "reliance":
+        from vrforge.builds.reliance_build import cli_audit_reliance
+
+        return cli_audit_reliance(str(folder))
     try:
         report = audit(folder, workers=args.workers, progress=not args.quiet)
     except AuditError as exc:
