@@ -118,7 +118,7 @@ class DaskExecutor:
 
     def run(self, store: Store, shards: Iterator[Shard], recipe_seed: int, resolutions: tuple[int, ...],
             config_hash: str, on_items: OnItems) -> Iterator[ShardReport]:
-        from distributed import as_completed
+        from distributed import wait
 
         self.check_store(store)
         client, owned = self._client()
@@ -127,20 +127,22 @@ class DaskExecutor:
             window = self.in_flight or 2 * threads
             source = iter(shards)
 
-            def submit(shard: Shard):
+            def submit(shard: Shard) -> Any:
                 return client.submit(build_shard_task, store, shard, recipe_seed, resolutions, config_hash,
                                      key=f"vrforge-shard-{config_hash[:12]}-{shard.key}", retries=self.retries, pure=False)
 
-            futures = as_completed([submit(s) for s in islice(source, window)], with_results=True)
+            pending = {submit(s) for s in islice(source, window)}
             try:
-                for future, report in futures:
-                    on_items(report.rows)
-                    future.release()
-                    for shard in islice(source, 1):
-                        futures.add(submit(shard))
-                    yield report
+                while pending:
+                    done, pending = wait(pending, return_when="FIRST_COMPLETED")
+                    for future in sorted(done, key=lambda f: f.key):
+                        report = future.result()  # a shard that failed past its retries raises here
+                        on_items(report.rows)
+                        pending.update(submit(s) for s in islice(source, 1))
+                        yield report
             finally:  # an interrupted driver stops its queued shards; committed ones stay
-                client.cancel(list(futures.futures))
+                if pending:
+                    client.cancel(list(pending))
         finally:
             if owned:
                 client.close()
