@@ -12,10 +12,8 @@ under hidden temporary names and renamed; the same recipe and inputs give byte-i
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
 from collections import Counter
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -29,6 +27,7 @@ import yaml
 
 import vrforge
 from vrforge.builds.recipe import RecipeError, read_recipe_toml
+from vrforge.errors import UserError
 from vrforge.fileio import atomic_target, sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.schemas.cfworld import Scenario, cfworld_features, scenario_schema_errors
 from vrforge.schemas.cfworld_probes import (
@@ -48,7 +47,6 @@ KIND = "cfworld"
 CONFIGS = ("scenarios", "rule_decoupling", "attribute_decoupling", "entity_cooccurrence", "denominalized")
 SPLIT = "test"
 KNOWN_KEYS = {"kind", "name", "version", "license", "seeds", "lexicon", "configs"}
-EXIT_USAGE = 2
 PROBE_VERSION = "2"  # bump when the probe generators or tables change what they produce
 
 
@@ -56,7 +54,7 @@ PROBE_VERSION = "2"  # bump when the probe generators or tables change what they
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class CfworldBuildError(ValueError):
+class CfworldBuildError(UserError, ValueError):
     """A malformed recipe or unusable input; the message is the one line the user sees."""
 
 
@@ -554,40 +552,3 @@ def _row_problems(config: str, row: dict[str, Any]) -> list[str]:
         data["replacements"] = tuple(Replacement(**r) for r in row["replacements"])
         return DenominalizedProbe(**data).validate()
     return [f"unknown config {config}"]
-
-
-# ----------------------------------------------------------------------------- CLI
-
-def cli_build_cfworld(args: argparse.Namespace) -> int:
-    """``vrforge build <cfworld recipe> [--out DIR] [--limit N] [--quiet]``: 0 on success, 2 with one line on stderr."""
-    try:
-        recipe = load_cfworld_recipe(args.recipe)
-        if getattr(args, "resolutions", None):
-            raise CfworldBuildError("--resolutions does not apply to CF-World (it has no images)")
-        out = Path(args.out) if getattr(args, "out", None) else Path("datasets") / f"{recipe.name}-{recipe.version}"
-        build_cfworld(args.recipe, out, limit=getattr(args, "limit", None))
-        manifest = json.loads((out / MANIFEST_FILE).read_text(encoding="utf-8"))
-    except CfworldBuildError as exc:
-        print(f"vrforge build: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as exc:
-        print(f"vrforge build: error: cannot write ({exc.__class__.__name__}: {exc})", file=sys.stderr)
-        return EXIT_USAGE
-    if not getattr(args, "quiet", False):
-        rows = ", ".join(f"{config} {splits[SPLIT]}" for config, splits in manifest["rows"].items())
-        unchanged = manifest["denominalization"].get("unchanged", [])
-        print(f"built {out}: {rows} rows" + (f"; {len(unchanged)} L2 prompts left unchanged by the lexicon "
-                                             f"(listed in manifest.json)" if unchanged else ""))
-    return 0
-
-
-def cli_audit_cfworld(folder: str) -> int:
-    """``vrforge audit`` on a CF-World folder: 0 passed, 1 failed, 2 unusable folder."""
-    try:
-        report = audit_cfworld(Path(folder))
-    except CfworldBuildError as exc:
-        print(f"vrforge audit: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    print(f"{'passed' if report['passed'] else 'FAILED'}: {report['files_checked']} files, {report['rows_checked']} rows checked"
-          + "".join(f"\n  {p}" for p in report["problems"][:20]))
-    return 0 if report["passed"] else 1

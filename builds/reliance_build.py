@@ -10,13 +10,12 @@ number of workers gives the same bytes; files are written under hidden names and
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -282,32 +281,3 @@ def audit_reliance(folder: Path) -> dict[str, Any]:
               "rows_checked": checked, "problems": problems[:200]}
     write_json_atomic(folder / "audit.json", report)
     return report
-
-
-# ----------------------------------------------------------------------------- CLI (through `vrforge build` / `vrforge audit`)
-
-
-def cli_build_reliance(args: argparse.Namespace) -> int:
-    recipe = load_reliance_recipe(args.recipe)
-    if getattr(args, "resolutions", None):
-        raise RelianceBuildError("--resolutions does not apply to the reliance release (its scenes are 256 px)")
-    limit = getattr(args, "limit", None)
-    if limit is not None:
-        if limit < 1:
-            raise RelianceBuildError(f"--limit must be a positive integer, got {limit}")
-        recipe = replace(recipe, count=min(recipe.count, limit))
-    out = Path(args.out) if getattr(args, "out", None) else Path("datasets") / f"{recipe.name}-{recipe.version}"
-    try:
-        build_reliance(recipe, out, workers=getattr(args, "workers", 1), progress=not getattr(args, "quiet", False))
-    except OSError as exc:
-        raise RelianceBuildError(f"cannot write ({exc.__class__.__name__}: {exc})") from None
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    print(f"built {out}: " + ", ".join(f"{q} {s[SPLIT]}" for q, s in manifest["rows"].items()) + " items")
-    return 0
-
-
-def cli_audit_reliance(folder: str) -> int:
-    report = audit_reliance(Path(folder))
-    print(f"{'passed' if report['passed'] else 'FAILED'}: {report['files_checked']} files, {report['rows_checked']} items verified"
-          + "".join(f"\n  {p}" for p in report["problems"][:20]))
-    return 0 if report["passed"] else 1

@@ -38,7 +38,7 @@ from vrforge.runners.vlm_choice import LETTERS, Answer, BackendError, Question, 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
-def _first_line(exc: BaseException) -> str:
+def _error_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{exc.__class__.__name__}: {text[0]}" if text else exc.__class__.__name__
 
@@ -107,14 +107,14 @@ class LikelihoodBackend:
             try:
                 decoded.append((k, [pil_image(value) for kind, value in question.parts() if kind == "image"]))
             except (OSError, ValueError) as exc:  # PIL's decode errors: this puzzle's images only
-                answers[k] = Answer(position=None, error=f"decode: {_first_line(exc)}", failed=True)
+                answers[k] = Answer(position=None, error=f"decode: {_error_line(exc)}", failed=True)
         for start in range(0, len(decoded), self.batch_size):
             chunk = decoded[start:start + self.batch_size]
             try:
                 scored = self.score_questions([questions[k] for k, _ in chunk], [images for _, images in chunk])
             except (RuntimeError, ValueError, IndexError) as exc:  # e.g. out of memory or over the context
                 if len(chunk) == 1:
-                    answers[chunk[0][0]] = Answer(position=None, error=f"model: {_first_line(exc)}", failed=True)
+                    answers[chunk[0][0]] = Answer(position=None, error=f"model: {_error_line(exc)}", failed=True)
                     continue
                 scored = []
                 for k, images in chunk:
@@ -124,7 +124,7 @@ class LikelihoodBackend:
                         scored.append(one)
             for (k, _), scores in zip(chunk, scored):
                 if isinstance(scores, BaseException):
-                    answers[k] = Answer(position=None, error=f"model: {_first_line(scores)}", failed=True)
+                    answers[k] = Answer(position=None, error=f"model: {_error_line(scores)}", failed=True)
                     continue
                 finite = [s if math.isfinite(s) else -math.inf for s in scores]
                 best = max(range(len(finite)), key=lambda i: (finite[i], -i))  # ties go to the earlier letter
@@ -298,7 +298,7 @@ def load_vlm(model: str, *, revision: str | None = None, dtype: str = "auto", de
     try:
         processor = transformers.AutoProcessor.from_pretrained(model, **common, **(processor_kwargs or {}))
     except Exception as exc:  # noqa: BLE001 - any loading failure is one line for the user
-        raise BackendError(f"cannot load the processor of {model!r} ({_first_line(exc)})") from None
+        raise BackendError(f"cannot load the processor of {model!r} ({_error_line(exc)})") from None
     tokenizer = getattr(processor, "tokenizer", None)
     if tokenizer is None:
         raise BackendError(f"{model!r}: its processor has no tokenizer (not a vision-language model?)")
@@ -323,14 +323,14 @@ def load_vlm(model: str, *, revision: str | None = None, dtype: str = "auto", de
             loaded = model_class.from_pretrained(model, **load)
             break
         except Exception as exc:  # noqa: BLE001 - every class's failure is listed on one line
-            errors.append(f"{name}: {_first_line(exc)}")
+            errors.append(f"{name}: {_error_line(exc)}")
     else:
         raise BackendError(f"cannot load the model {model!r} ({'; '.join(errors) or 'no model class'})")
     if "device_map" not in load:
         try:
             cast(Any, loaded).to(target)
         except (RuntimeError, ValueError, AssertionError) as exc:
-            raise BackendError(f"cannot move the model to {target!r} ({_first_line(exc)})") from None
+            raise BackendError(f"cannot move the model to {target!r} ({_error_line(exc)})") from None
     loaded.eval()
     return processor, tokenizer, loaded
 
@@ -380,7 +380,7 @@ class VLLMBackend:
             try:
                 engine = LLM(model=model, **(engine_kwargs or {}))
             except Exception as exc:  # noqa: BLE001
-                raise BackendError(f"cannot start vLLM with {model!r} ({_first_line(exc)})") from None
+                raise BackendError(f"cannot start vLLM with {model!r} ({_error_line(exc)})") from None
         if sampling_params is None:
             from vllm import SamplingParams
 
@@ -415,7 +415,7 @@ class VLLMBackend:
             try:
                 requests.append(self.request(question))
             except (OSError, ValueError) as exc:
-                requests.append(Answer(position=None, error=f"decode: {_first_line(exc)}", failed=True))
+                requests.append(Answer(position=None, error=f"decode: {_error_line(exc)}", failed=True))
         ready = [r for r in requests if not isinstance(r, Answer)]
         outputs = iter(self.engine.generate(ready, self.sampling_params, use_tqdm=False) if ready else [])
         for request, question in zip(requests, questions):

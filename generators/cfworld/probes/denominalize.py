@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from vrforge.errors import UserError
 from vrforge.generators.cfworld.importer import PREMISE
 from vrforge.schemas.cfworld import Scenario
 from vrforge.schemas.cfworld_probes import DenominalizedProbe, Replacement
@@ -76,7 +77,7 @@ INTENSIFIERS = ("jet", "pitch", "snow", "blood", "bone", "coal")  # "jet black" 
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class LexiconError(ValueError):
+class LexiconError(UserError, ValueError):
     """A malformed lexicon file, or the lexicon mode without its parser; the message is one line."""
 
 
