@@ -89,8 +89,8 @@ def build_sentence(folder: Path) -> Path:
 
     try:  # sentence-transformers 6 moved the modules; older releases keep them in .models
         from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
-    except ImportError:
-        from sentence_transformers.models import Pooling, Transformer
+    except ImportError:  # the same two classes under their old path, hence the redefinition
+        from sentence_transformers.models import Pooling, Transformer  # type: ignore[no-redef]
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
     from tokenizers import models as tok_models
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast

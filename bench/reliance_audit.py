@@ -22,7 +22,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from vrforge.fileio import write_json_atomic
 
@@ -62,7 +62,8 @@ def build_llava(folder: Path, hidden: int, layers: int, image_size: int) -> Path
                                        num_attention_heads=heads, image_size=image_size, patch_size=patch),
         text_config=LlamaConfig(vocab_size=len(fast), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
                                 num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=512),
-        image_token_index=fast.convert_tokens_to_ids("<image>"), vision_feature_layer=-1)
+        image_token_index=cast(int, fast.convert_tokens_to_ids("<image>")),  # one token: one id
+        vision_feature_layer=-1)
     torch.manual_seed(0)
     LlavaForConditionalGeneration(config).save_pretrained(folder)
     processor.save_pretrained(folder)

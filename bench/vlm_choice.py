@@ -24,7 +24,7 @@ import platform
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'].upper() }}: {% for c in m['content'] %}"
                  "{% if c['type'] == 'image' %}<image> {% else %}{{ c['text'] }} {% endif %}{% endfor %}{% endfor %}"
@@ -59,7 +59,8 @@ def build_tiny_llava(folder: Path, corpus: list[str], hidden: int, layers: int) 
                                        num_attention_heads=heads, image_size=64, patch_size=8),
         text_config=LlamaConfig(vocab_size=len(fast), hidden_size=hidden, intermediate_size=4 * hidden, num_hidden_layers=layers,
                                 num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=2048),
-        image_token_index=fast.convert_tokens_to_ids("<image>"), vision_feature_layer=-1)
+        image_token_index=cast(int, fast.convert_tokens_to_ids("<image>")),  # one token: one id
+        vision_feature_layer=-1)
     torch.manual_seed(0)
     LlavaForConditionalGeneration(config).save_pretrained(folder)
     processor.save_pretrained(folder)
@@ -80,7 +81,7 @@ def _questions(puzzles: int) -> list[Any]:
     from vrforge.runners.vlm_choice import Item, question_for
 
     tasks = ("maze", "raven", "unknot")  # different hints: different text lengths, so batches are padded
-    questions = []
+    questions: list[Any] = []
     for p in range(puzzles):
         item = Item(f"p{p}", tasks[p % len(tasks)], "easy", p, p % 5, _png(10 * p), tuple(_png(10 * p + k + 1) for k in range(5)))
         questions.extend(question_for(item, r)[0] for r in range(5))
@@ -122,12 +123,12 @@ def measure(puzzles: int, hidden: int, layers: int, work: Path) -> dict[str, Any
     from vrforge.runners.vlm_choice import Question
 
     sample = Question("maze", b"", (b"",) * 5)
-    corpus = [" ".join(t for k, t in Question(task, b"", (b"",) * 5).parts() if k == "text")
+    corpus = [" ".join(Question(task, b"", (b"",) * 5).texts())
               for task in ("maze", "raven", "unknot")] + ["USER: ASSISTANT: A B C D E Option A: B: C: D: E:"]
     del sample
     model = build_tiny_llava(work / "tiny-llava", corpus, hidden, layers)
     questions = _questions(puzzles)
-    common = {"local_files_only": True, "dtype": "float32", "device": "cpu"}
+    common: dict[str, Any] = {"local_files_only": True, "dtype": "float32", "device": "cpu"}
     one_token = {
         "unbatched": _time(LikelihoodBackend(str(model), batch_size=1, **common), questions, 1),
         "batched": _time(LikelihoodBackend(str(model), batch_size=5, **common), questions, 5),

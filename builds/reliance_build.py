@@ -130,7 +130,8 @@ def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
 def card_metadata(recipe: RelianceRecipe, counts: dict[str, int], sizes: dict[str, int]) -> dict[str, Any]:
     from vrforge.cards.card import size_category
 
-    configs, infos = [], []
+    configs: list[dict[str, Any]] = []
+    infos: list[dict[str, Any]] = []
     for qtype in recipe.question_types:
         entry: dict[str, Any] = {"config_name": qtype, "data_files": [{"split": SPLIT, "path": f"data/{qtype}/{SPLIT}-*.parquet"}]}
         if not configs:

@@ -187,7 +187,7 @@ _NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0, "cache_h
 def _record(scenario: Scenario, level: str, status: str, judge: str, persona: str, sample: int | None = None,
             **extra: Any) -> dict[str, Any]:
     image = f"{scenario.id}/{level}.png" if sample is None else f"{scenario.id}/{level}_{sample}.png"
-    base = {
+    base: dict[str, Any] = {
         "scenario_id": scenario.id, "domain": scenario.domain, "subdomain": scenario.subdomain, "level": level,
         "image": image, "status": status, "judge": judge, "persona": persona,
         "questions": [], "dimension_scores": {}, "S": None, "usage": dict(_NO_USAGE), "cached": False,
@@ -226,7 +226,8 @@ def judge_image(client: Any, scenario: Scenario, level: str, images_dir: Path, s
             raise CFEvalError(f"the judge endpoint cannot answer ({exc.kind}: {exc.message}); "
                               "answers received so far are cached, run the same command to resume") from None
         return record("failed", error=f"{exc.kind}: {exc.message}")
-    scored, clipped = [], 0
+    scored: list[dict[str, Any]] = []
+    clipped = 0
     for i, q in enumerate(questions, 1):
         entry = result.data[f"q{i}"]
         raw = float(entry["score"])

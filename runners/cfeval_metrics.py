@@ -220,7 +220,7 @@ def level_intervals(scenarios: Sequence[Mapping[str, float | None]], resamples: 
 
     if not scenarios:
         return {key: None for key in ("l1", "l2", "l3", "prr", "rrr")}
-    table = np.array([[np.nan if s.get(lv) is None else float(s[lv]) for lv in LEVELS] for s in scenarios])
+    table = np.array([[np.nan if (v := s.get(lv)) is None else float(v) for lv in LEVELS] for s in scenarios])
     picks = np.random.default_rng(seed).integers(0, len(scenarios), size=(resamples, len(scenarios)))
     sample = table[picks]  # resamples x scenarios x 3
     present = ~np.isnan(sample)

@@ -81,8 +81,9 @@ class LikelihoodBackend:
         self.model = loaded
 
     def describe(self) -> dict[str, Any]:
-        described = {"backend": "likelihood", "model": self.model_id, "revision": self.revision, "dtype": self.dtype_name,
-                     "answer_template": self.answer_template, "normalise": self.normalise}
+        described: dict[str, Any] = {"backend": "likelihood", "model": self.model_id, "revision": self.revision,
+                                     "dtype": self.dtype_name, "answer_template": self.answer_template,
+                                     "normalise": self.normalise}
         if self.processor_kwargs:  # only when set, so folders made before the option still resume
             described["processor_kwargs"] = self.processor_kwargs
         return described
@@ -105,23 +106,25 @@ class LikelihoodBackend:
         decoded: list[tuple[int, list[Any]]] = []
         for k, question in enumerate(questions):
             try:
-                decoded.append((k, [pil_image(value) for kind, value in question.parts() if kind == "image"]))
+                decoded.append((k, [pil_image(png) for png in question.images()]))
             except (OSError, ValueError) as exc:  # PIL's decode errors: this puzzle's images only
                 answers[k] = Answer(position=None, error=f"decode: {_error_line(exc)}", failed=True)
         for start in range(0, len(decoded), self.batch_size):
             chunk = decoded[start:start + self.batch_size]
+            scored: Sequence[list[float] | BaseException]
             try:
                 scored = self.score_questions([questions[k] for k, _ in chunk], [images for _, images in chunk])
             except (RuntimeError, ValueError, IndexError) as exc:  # e.g. out of memory or over the context
                 if len(chunk) == 1:
                     answers[chunk[0][0]] = Answer(position=None, error=f"model: {_error_line(exc)}", failed=True)
                     continue
-                scored = []
+                one_by_one: list[list[float] | BaseException] = []
                 for k, images in chunk:
                     try:
-                        scored.append(self.score_questions([questions[k]], [images])[0])
+                        one_by_one.append(self.score_questions([questions[k]], [images])[0])
                     except (RuntimeError, ValueError, IndexError) as one:
-                        scored.append(one)
+                        one_by_one.append(one)
+                scored = one_by_one
             for (k, _), scores in zip(chunk, scored):
                 if isinstance(scores, BaseException):
                     answers[k] = Answer(position=None, error=f"model: {_error_line(scores)}", failed=True)
@@ -402,15 +405,15 @@ class VLLMBackend:
         content = [{"type": "image"} if kind == "image" else {"type": "text", "text": value} for kind, value in question.parts()]
         text = self.tokenizer.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
                                                   add_generation_prompt=True)
-        images = [pil_image(value) for kind, value in question.parts() if kind == "image"]
+        images = [pil_image(png) for png in question.images()]
         return {"prompt": text, "multi_modal_data": {"image": images}}
 
     def answer(self, question: Question) -> Answer:
         return self.answer_many([question])[0]
 
     def answer_many(self, questions: Sequence[Question]) -> list[Answer]:
-        answers = []
-        requests = []
+        answers: list[Answer] = []
+        requests: list[dict[str, Any] | Answer] = []
         for question in questions:
             try:
                 requests.append(self.request(question))

@@ -137,6 +137,14 @@ class Question:
         parts.append(("text", self.ask))
         return parts
 
+    def images(self) -> list[bytes]:
+        """The PNGs of ``parts()`` in the same order: the puzzle, then the options."""
+        return [self.puzzle, *self.options]
+
+    def texts(self) -> list[str]:
+        """The texts of ``parts()`` in the same order."""
+        return [value for kind, value in self.parts() if kind == "text" and isinstance(value, str)]
+
 
 def rotation_order(rotation: int, count: int = OPTION_COUNT) -> list[int]:
     """Original option indices in presented order: position p shows original option (p + rotation) % count."""
@@ -386,7 +394,7 @@ def _item(row: dict[str, Any], shard: Path) -> Item:
                 png(row["puzzle"], "puzzle"), tuple(options))
 
 
-def pil_image(png: bytes):
+def pil_image(png: bytes) -> Any:
     """Decode one option PNG to RGB (what processors expect)."""
     from PIL import Image
 
@@ -485,7 +493,7 @@ def prompt_hash(tasks: Iterable[str]) -> str:
     texts = {}
     for task in sorted(tasks):
         question = Question(task, b"", (b"",) * OPTION_COUNT)
-        texts[task] = [text for kind, text in question.parts() if kind == "text"]
+        texts[task] = question.texts()
     return text_sha256(texts)
 
 

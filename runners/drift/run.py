@@ -71,7 +71,7 @@ def build_scorers(config: ScoringConfig, out: Path | None, specs: dict[str, dict
                   progress: bool = False) -> metrics.Scorers:
     """The models the config names (loaded on first use) over one shared cache in ``out``."""
     cache = EmbeddingCache(out / CACHE_FILE if out is not None and config.cache else None)
-    common = {"device": config.device, "local_files_only": config.local_files_only, "batch_size": config.batch_size,
+    common: dict[str, Any] = {"device": config.device, "local_files_only": config.local_files_only, "batch_size": config.batch_size,
               "cache": cache}
     clip = ClipEmbedder(config.clip, **common)
     names: list[str] = []

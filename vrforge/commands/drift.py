@@ -280,7 +280,8 @@ def _human_import(args: argparse.Namespace) -> int:
     if not args.key.is_file():
         raise UserError(f"no such key file: {args.key}")
     key = json.loads(args.key.read_text(encoding="utf-8"))
-    results, samples = {}, {}
+    results: dict[str, Any] = {}
+    samples: dict[str, dict[str, Any]] = {}
     for name, folder in (key.get("runs") or {}).items():
         path = Path(folder)
         if (path / report.RESULTS_FILE).is_file():

@@ -228,8 +228,10 @@ def _lookup(doc: Doc | Span, index: int, lexicon: Lexicon) -> tuple[int, str] | 
         if any(t.is_punct or t.is_space for t in tokens):
             continue
         words = [t.lower_ for t in tokens]
-        singular = _inflect().singular_noun(words[-1]) if token.tag_ in NOUN_TAGS else False
-        keys = [_key(tokens), " ".join(words)] + ([" ".join(words[:-1] + [singular])] if singular else [])
+        singular = _inflect().singular_noun(words[-1]) if token.tag_ in NOUN_TAGS else False  # False: not a plural
+        keys = [_key(tokens), " ".join(words)]
+        if isinstance(singular, str) and singular:
+            keys.append(" ".join([*words[:-1], singular]))
         for key in keys:
             entry = lexicon.entries.get(key)
             if entry is None:
