@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import yaml
 
 import vrforge
-from vrforge.builds.recipe import RecipeError, read_recipe_toml
+from vrforge.builds.recipe import RecipeError, read_recipe_toml, recipe_header
 from vrforge.errors import UserError
 from vrforge.fileio import atomic_target, sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.schemas.cfworld import Scenario, cfworld_features, scenario_schema_errors
@@ -99,19 +99,10 @@ def load_cfworld_recipe(path: str | Path) -> CfworldRecipe:
 
 def parse_cfworld_recipe(data: dict[str, Any], path: Path) -> CfworldRecipe:
     source = str(path)
-    unknown = sorted(set(data) - KNOWN_KEYS)
-    if unknown:
-        raise CfworldBuildError(f"{source}: unknown key(s) {', '.join(unknown)}")
-    if data.get("kind") != KIND:
-        raise CfworldBuildError(f"{source}: 'kind' must be \"{KIND}\"")
-    for key in ("name", "version"):
-        if key not in data:
-            raise CfworldBuildError(f"{source}: missing required field '{key}'")
-        if not isinstance(data[key], str) or not data[key].strip():
-            raise CfworldBuildError(f"{source}: '{key}' must be a non-empty string")
-    license_ = data.get("license", "cc-by-4.0")
-    if not isinstance(license_, str) or not license_.strip():
-        raise CfworldBuildError(f"{source}: 'license' must be a non-empty string")
+    try:
+        name, version, license_ = recipe_header(data, source, KIND, KNOWN_KEYS)
+    except RecipeError as exc:
+        raise CfworldBuildError(str(exc)) from None
     configs = data.get("configs", list(CONFIGS))
     if not isinstance(configs, list) or not configs or not all(isinstance(c, str) for c in configs):
         raise CfworldBuildError(f"{source}: 'configs' must be a non-empty list of {', '.join(CONFIGS)}")
@@ -126,7 +117,7 @@ def parse_cfworld_recipe(data: dict[str, Any], path: Path) -> CfworldRecipe:
         if not isinstance(value, str) or not value.strip():
             raise CfworldBuildError(f"{source}: '{key}' must be \"packaged\" or a path relative to the recipe")
         paths[key] = None if value == "packaged" else (path.parent / value)
-    return CfworldRecipe(name=data["name"].strip(), version=data["version"].strip(), license=license_.strip(),
+    return CfworldRecipe(name=name, version=version, license=license_,
                          seeds=paths["seeds"], lexicon=paths["lexicon"],
                          configs=tuple(c for c in CONFIGS if c in configs))
 
@@ -292,15 +283,10 @@ def pretty_name(recipe: CfworldRecipe) -> str:
 
 
 def card_metadata(recipe: CfworldRecipe, counts: dict[str, int], sizes: dict[str, int]) -> dict[str, Any]:
-    configs: list[dict[str, Any]] = []
-    infos: list[dict[str, Any]] = []
-    for config in recipe.configs:
-        entry: dict[str, Any] = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}]}
-        if not configs:
-            entry["default"] = True
-        configs.append(entry)
-        infos.append({"config_name": config, "features": _features(config)._to_yaml_list(),
-                      "splits": [{"name": SPLIT, "num_bytes": sizes[config], "num_examples": counts[config]}]})
+    from vrforge.cards.card import card_configs
+
+    configs, infos = card_configs(((config, _features(config)._to_yaml_list(), (SPLIT,)) for config in recipe.configs),
+                                  {c: {SPLIT: n} for c, n in counts.items()}, {c: {SPLIT: n} for c, n in sizes.items()})
     return {
         "license": recipe.license,
         "pretty_name": pretty_name(recipe),

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from vrforge.errors import UserError
 from vrforge.registry import UnknownTask, get_task
 from vrforge.schemas.layout import DIFFICULTIES, RESOLUTIONS
 
@@ -16,8 +17,27 @@ KNOWN_KEYS = {"name", "version", "seed", "license", "resolutions", "rows_per_sha
 TASK_KEYS = {"count", "difficulties"}
 
 
-class RecipeError(ValueError):
+class RecipeError(UserError, ValueError):
     """A malformed recipe; the message is the one line the user sees."""
+
+
+def recipe_header(data: dict[str, Any], source: str, kind: str, known: set[str]) -> tuple[str, str, str]:
+    """(name, version, license) of a recipe of another ``kind`` of release (CF-World, reliance), after checking
+    that it names only ``known`` keys."""
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise RecipeError(f"{source}: unknown key(s) {', '.join(unknown)}")
+    if data.get("kind") != kind:
+        raise RecipeError(f"{source}: 'kind' must be \"{kind}\"")
+    for key in ("name", "version"):
+        if key not in data:
+            raise RecipeError(f"{source}: missing required field '{key}'")
+        if not isinstance(data[key], str) or not data[key].strip():
+            raise RecipeError(f"{source}: '{key}' must be a non-empty string")
+    license_ = data.get("license", "cc-by-4.0")
+    if not isinstance(license_, str) or not license_.strip():
+        raise RecipeError(f"{source}: 'license' must be a non-empty string")
+    return data["name"].strip(), data["version"].strip(), license_.strip()
 
 
 @dataclass(frozen=True)

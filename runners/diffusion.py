@@ -1,7 +1,7 @@
 """Image generation and editing runners through diffusers: ``vrforge run t2i`` and ``vrforge run tacit-generate``.
 
 This module is the logic (loading, call arguments, the generation loop, the manifest);
-``diffusion_cli`` parses the command line and reads the items.
+``vrforge.commands.run`` parses the command line and reads the items.
 
 - **Loading.** Any diffusers pipeline from a hub id or a local folder with ``from_pretrained``
   (``AutoPipelineForText2Image`` / ``AutoPipelineForImage2Image``, falling back to

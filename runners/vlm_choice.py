@@ -49,7 +49,6 @@ import io
 import json
 import math
 import os
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -59,12 +58,15 @@ from typing import Any, Protocol
 from vrforge.errors import UserError
 from vrforge.fileio import write_bytes_atomic
 from vrforge.runners.concurrency import bounded_map
+
+# one answer parser, shared with the lmms-eval export (that file imports nothing from vrforge)
+from vrforge.runners.lmms_eval_utils import LETTERS as LETTERS
+from vrforge.runners.lmms_eval_utils import parse_choice as parse_choice
 from vrforge.runners.outputs import FORMAT_VERSION, MANIFEST_FILE, SettingsMismatch, check_settings, failure_counts, text_sha256
 from vrforge.runners.scoring import ScoringError, aggregate, dataset_configs, dataset_info, read_rows
 from vrforge.schemas.layout import MAIN_RESOLUTION, difficulty_rank
 from vrforge.types import OPTION_COUNT
 
-LETTERS = "ABCDE"
 PROMPT_VERSION = 1
 RESULTS_FILE = "results.json"
 SAMPLES_FILE = "samples.jsonl"
@@ -176,48 +178,6 @@ class Backend(Protocol):
 
     def answer(self, question: Question) -> Answer:
         """Raises BackendError only when no further question can be answered either."""
-
-
-_UPPER = r"[A-E](?![A-Za-z0-9])"
-_LOWER = r"[a-e](?=\s*$|[).:,;\]*\"'])"  # a lone lowercase letter must end the text or meet punctuation ("c)")
-_LETTER = rf"(?P<letter>{_UPPER}|{_LOWER})"
-_BOXED = re.compile(rf"\\boxed\{{\s*(?:\\text(?:bf)?\{{\s*)?{_LETTER}")
-_ANSWER = re.compile(rf"(?i:\banswer\b)[^A-Za-z\n]{{0,6}}(?:(?i:is)\s*)?(?:(?i:option)\s*)?[^A-Za-z\n]{{0,4}}{_LETTER}")
-_OPTION = re.compile(rf"(?i:\b(?:option|choice)\b)[^A-Za-z\n]{{0,4}}{_LETTER}")
-_WHOLE = re.compile(rf"^\s*(?:<\w+>)?[\s(\[*\"']*{_LETTER}[\s).:\]*\"']*(?:</\w+>)?\s*$")
-_LEADING = re.compile(rf"^\s*[(\[*]*{_LETTER}\s*[).:\]*]")
-_STANDALONE = re.compile(r"(?<![A-Za-z0-9])[A-E](?![A-Za-z0-9])")
-
-
-def parse_choice(text: str | None, count: int = OPTION_COUNT) -> int | None:
-    """The presented position named by a free-text answer, or None when it names none or several.
-
-    In order: ``\\boxed{C}``; the last "answer ... C"; a lone "option C" / "choice C"; a reply that
-    is just the letter ("C", "c)", "(C)", "**C**", "<answer>C</answer>"); a reply starting "C)" or
-    "C."; finally a single distinct capital A-E standing alone in the text.
-    """
-    if not text or not text.strip():
-        return None
-    text = text.strip()
-    valid = LETTERS[:count]
-
-    def position(letter: str) -> int | None:
-        upper = letter.upper()
-        return valid.index(upper) if upper in valid else None
-
-    for pattern in (_BOXED, _ANSWER):
-        matches = list(pattern.finditer(text))
-        if matches:
-            return position(matches[-1]["letter"])
-    named = {m["letter"].upper() for m in _OPTION.finditer(text)}
-    if len(named) == 1:
-        return position(named.pop())
-    for pattern in (_WHOLE, _LEADING):
-        match = pattern.match(text)
-        if match:
-            return position(match["letter"])
-    standalone = set(_STANDALONE.findall(text))
-    return position(standalone.pop()) if len(standalone) == 1 else None
 
 
 def ask_item(item: Item, backend: Backend, rotations: int) -> dict[str, Any]:

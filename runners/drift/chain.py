@@ -37,6 +37,7 @@ from typing import Any
 from PIL import Image
 
 from vrforge.errors import UserError
+from vrforge.fileio import write_bytes_atomic, write_json_atomic
 from vrforge.runners.drift import backends
 from vrforge.runners.drift.inputs import GenEvalSample, PairSample
 
@@ -66,24 +67,6 @@ def journal_file(root: Path, direction: str, step: int) -> Path:
     return root / direction / f".gen-{step}.partial.jsonl"
 
 
-def _tmp(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp")
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp(path)
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def write_png(path: Path, image: Image.Image) -> None:
     buffer = io.BytesIO()
     image.convert("RGB").save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
@@ -91,7 +74,7 @@ def write_png(path: Path, image: Image.Image) -> None:
 
 
 def write_json(path: Path, data: Any) -> None:
-    write_bytes_atomic(path, (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
+    write_json_atomic(path, data, ensure_ascii=False)
 
 
 def write_captions(path: Path, rows: Sequence[tuple[str, str]]) -> None:

@@ -29,13 +29,13 @@ from typing import Any
 import numpy as np
 
 from vrforge.errors import UserError
+from vrforge.fileio import write_bytes_atomic
 from vrforge.runners.drift.chain import (
     IMAGE_FIRST,
     TEXT_FIRST,
     image_folder,
     read_captions,
     text_file,
-    write_bytes_atomic,
     write_json,
 )
 

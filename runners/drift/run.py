@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vrforge.errors import UserError
+from vrforge.fileio import write_bytes_atomic
 from vrforge.runners.drift import chain, metrics, report
 from vrforge.runners.drift.embed import ClipEmbedder, DinoEmbedder, EmbeddingCache, SentenceEmbedder
 from vrforge.runners.drift.geneval import ClipColourClassifier, Owlv2Detector, PixelColourClassifier, vocabulary
@@ -120,7 +121,7 @@ def score_run(out: Path, scorers: metrics.Scorers, *, name: str | None = None, s
     results["steps"] = written if steps is None else min(steps, written)
     report.write_results(out, results, samples)
     reference = report.reference_rows(paper_table)
-    chain.write_bytes_atomic(out / report.REPORT_FILE, report.report_markdown(name, results, reference).encode("utf-8"))
+    write_bytes_atomic(out / report.REPORT_FILE, report.report_markdown(name, results, reference).encode("utf-8"))
     if plots:
         report.write_plots(out, name, results)
     chain.write_json(out / report.TIMINGS_FILE, {k: round(v, 4) for k, v in scorers.timings.items()})

@@ -57,6 +57,15 @@ def _print_accuracy(summary: Mapping[str, Any]) -> None:
         print(f"  {task}: {cell['correct']}/{cell['n']} = {100 * cell['accuracy']:.1f}%  ({diffs})")
 
 
+def _write(report: Any, out: str | None, default: str) -> Path:
+    """Writes results.json and samples.jsonl into ``out`` (default ./``default``); the path of results.json."""
+    try:
+        results_path, _ = report.write(Path(out) if out is not None else Path.cwd() / default)
+    except OSError as exc:
+        raise UserError(f"cannot write the report ({exc.__class__.__name__}: {exc})") from None
+    return Path(results_path)
+
+
 def _generative(args: argparse.Namespace) -> int:
     from vrforge.runners.scoring import SAMPLES_FILE, score_generative
 
@@ -64,11 +73,7 @@ def _generative(args: argparse.Namespace) -> int:
         raise UserError(f"--workers must be at least 1, got {args.workers}")
     report = score_generative(args.dataset, args.outputs, config_resolution=args.resolution, tasks=args.tasks,
                               workers=args.workers, progress=not args.quiet)
-    target = Path(args.out) if args.out is not None else Path.cwd() / "score-generative"
-    try:
-        results_path, _ = report.write(target)
-    except OSError as exc:
-        raise UserError(f"cannot write the report ({exc.__class__.__name__}: {exc})") from None
+    results_path = _write(report, args.out, "score-generative")
     s = report.summary
     _print_accuracy(s)
     print(f"missing outputs: {s['missing']['total']}, unusable images: {s['unusable']['total']}")
@@ -83,11 +88,7 @@ def _discriminative(args: argparse.Namespace) -> int:
     from vrforge.runners.scoring import SAMPLES_FILE, score_discriminative
 
     report = score_discriminative(args.dataset, args.results)
-    target = Path(args.out) if args.out is not None else Path.cwd() / "score-discriminative"
-    try:
-        results_path, _ = report.write(target)
-    except OSError as exc:
-        raise UserError(f"cannot write the report ({exc.__class__.__name__}: {exc})") from None
+    results_path = _write(report, args.out, "score-discriminative")
     s = report.summary
     _print_accuracy(s)
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(s["rejected"]["reasons"].items())) or "none"
