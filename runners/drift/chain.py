@@ -40,6 +40,7 @@ from vrforge.errors import UserError
 from vrforge.fileio import write_bytes_atomic, write_json_atomic
 from vrforge.runners.drift import backends
 from vrforge.runners.drift.inputs import GenEvalSample, PairSample
+from vrforge.runners.outputs import check_settings
 
 TEXT_FIRST, IMAGE_FIRST = "text-first", "image-first"
 MANIFEST_FILE = "drift_manifest.json"
@@ -320,10 +321,7 @@ def check_manifest(out: Path, settings: dict[str, Any]) -> dict[str, Any] | None
         previous = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError:
         raise UserError(f"{path} is not valid JSON; remove it or use another --out") from None
-    old = previous.get("settings", {})
-    differing = sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))
-    if differing:
-        raise UserError(f"{out} holds a run with other settings ({', '.join(differing)}); use another --out")
+    check_settings(out, previous.get("settings", {}), settings)  # SettingsMismatch: a UserError naming each change
     return previous
 
 
