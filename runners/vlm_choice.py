@@ -529,7 +529,6 @@ def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotati
     With ``world`` > 1 (default from RANK/WORLD_SIZE) this process asks its share; process 0 merges and reports."""
     import time
 
-    from tqdm import tqdm
 
     if rank is None or world is None:
         rank, world = process_ranks()
@@ -559,16 +558,7 @@ def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotati
             leftover.unlink()
         pending = {r["id"] for r in rows
                    if r["id"] not in log.samples or (retry_failed and log.samples[r["id"]].get("status") == "failed")}
-        bar = tqdm(total=len(pending), desc="tacit-choice", unit="puzzle", disable=not progress, dynamic_ncols=True)
-        guard = _FailureGuard()
-        try:
-            items = load_items(dataset, resolution, pending) if pending else iter(())
-            for sample in bounded_map(lambda item: ask_item(item, backend, rotations), items, workers):
-                log.append(sample)
-                bar.update()
-                guard.see(sample)
-        finally:
-            bar.close()
+        _ask(dataset, resolution, pending, backend, rotations, workers, log, tqdm_bar(len(pending), "tacit-choice", progress))
         log.rewrite_sorted()
     finally:
         log.close()
@@ -614,16 +604,8 @@ def _run_rank(dataset: Path, backend: Backend, out: Path, run: dict[str, Any], r
     pending = {pid for pid in mine if pid not in done or (retry_failed and done[pid].get("status") == "failed")}
     log = SampleLog(out / f"samples.rank{rank}.jsonl")
     try:
-        bar = tqdm_bar(len(pending), f"tacit-choice (process {rank} of {world})", progress)
-        guard = _FailureGuard()
-        try:
-            items = load_items(dataset, resolution, pending) if pending else iter(())
-            for sample in bounded_map(lambda item: ask_item(item, backend, rotations), items, workers):
-                log.append(sample)
-                bar.update()
-                guard.see(sample)
-        finally:
-            bar.close()
+        _ask(dataset, resolution, pending, backend, rotations, workers, log,
+             tqdm_bar(len(pending), f"tacit-choice (process {rank} of {world})", progress))
     finally:
         log.close()
     write_bytes_atomic(marker, json.dumps({"rank": rank, "world": world, "run": _run_token()}).encode("utf-8"))
@@ -657,6 +639,21 @@ def _marker_is_current(path: Path, world: int) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and data.get("world") == world and data.get("run") == _run_token()
+
+
+def _ask(dataset: Path, resolution: int, pending: set[str], backend: Backend, rotations: int, workers: int,
+         log: SampleLog, bar: Any) -> None:
+    """Asks the pending puzzles (``workers`` at once), each answer appended to ``log`` as it comes; a run of
+    failed puzzles stops the run (``_FailureGuard``)."""
+    guard = _FailureGuard()
+    try:
+        items = load_items(dataset, resolution, pending) if pending else iter(())
+        for sample in bounded_map(lambda item: ask_item(item, backend, rotations), items, workers):
+            log.append(sample)
+            bar.update()
+            guard.see(sample)
+    finally:
+        bar.close()
 
 
 def tqdm_bar(total: int, desc: str, progress: bool) -> Any:

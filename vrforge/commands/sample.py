@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         built = build_item(item, resolutions, config_hash="sample")
     except ItemFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"vrforge sample: error: {exc}", file=sys.stderr)  # the puzzle cannot be made: exit 1, not a usage error
         return EXIT_FAIL
     out = Path(args.out) / item.id
     write_bytes_atomic(out / "meta.json", (json.dumps(json.loads(built.fields["meta"]), indent=2) + "\n").encode())
