@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import yaml
 
 import vrforge
-from vrforge.builds.recipe import RecipeError, read_recipe_toml, recipe_header
+from vrforge.builds.recipe import RecipeError, holds_build, read_recipe_toml, recipe_header
 from vrforge.errors import UserError
 from vrforge.fileio import atomic_target, sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.schemas.cfworld import Scenario, cfworld_features, scenario_schema_errors
@@ -414,15 +414,11 @@ def curation_markdown(figures: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------- build
 
 def _check_out(out: Path, hash_: str) -> None:
-    manifest = out / MANIFEST_FILE
-    if manifest.exists():
-        try:
-            recorded = json.loads(manifest.read_text(encoding="utf-8")).get("config_hash")
-        except (OSError, json.JSONDecodeError):
-            recorded = None
-        if recorded != hash_:
-            raise CfworldBuildError(f"{out} holds a different build (config hash {str(recorded)[:12]}); choose another --out")
-        return  # the same build: rewriting it gives the same bytes
+    try:
+        if holds_build(out, hash_):
+            return  # the same build: rewriting it gives the same bytes
+    except RecipeError as exc:
+        raise CfworldBuildError(str(exc)) from None
     if out.exists() and any(out.iterdir()):
         raise CfworldBuildError(f"{out} exists and is not empty; choose another --out")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from vrforge.errors import UserError
 from vrforge.registry import UnknownTask, get_task
-from vrforge.schemas.layout import DIFFICULTIES, RESOLUTIONS
+from vrforge.schemas.layout import DIFFICULTIES, MANIFEST_FILE, RESOLUTIONS
 
 KNOWN_KEYS = {"name", "version", "seed", "license", "resolutions", "rows_per_shard", "tasks"}
 TASK_KEYS = {"count", "difficulties"}
@@ -38,6 +38,21 @@ def recipe_header(data: dict[str, Any], source: str, kind: str, known: set[str])
     if not isinstance(license_, str) or not license_.strip():
         raise RecipeError(f"{source}: 'license' must be a non-empty string")
     return data["name"].strip(), data["version"].strip(), license_.strip()
+
+
+def holds_build(out: Path, config_hash: str) -> bool:
+    """True when the folder ``out`` holds the finished build of this config hash (its manifest says so), False
+    when it holds no finished build; RecipeError when it holds another one."""
+    manifest = out / MANIFEST_FILE
+    if not manifest.exists():
+        return False
+    try:
+        recorded = json.loads(manifest.read_text(encoding="utf-8")).get("config_hash")
+    except (OSError, json.JSONDecodeError):
+        recorded = None
+    if recorded != config_hash:
+        raise RecipeError(f"{out} holds a different build (config hash {str(recorded)[:12]}); choose another --out")
+    return True
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import yaml
 
 import vrforge
-from vrforge.builds.recipe import RecipeError, read_recipe_toml, recipe_header
+from vrforge.builds.recipe import RecipeError, holds_build, read_recipe_toml, recipe_header
 from vrforge.errors import UserError
 from vrforge.fileio import atomic_target, sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.generators.reliance.scenes import GENERATOR_VERSION, QUESTION_TYPES, generate_item, item_from_row, item_row, verify_item
@@ -141,15 +141,11 @@ def render_card(recipe: RelianceRecipe, hash_: str, counts: dict[str, int], size
 
 def _check_out(out: Path, hash_: str) -> bool:
     """True when ``out`` already holds this build; refuses a different build or a non-empty foreign folder."""
-    manifest = out / "manifest.json"
-    if manifest.exists():
-        try:
-            recorded = json.loads(manifest.read_text(encoding="utf-8")).get("config_hash")
-        except (OSError, json.JSONDecodeError):
-            recorded = None
-        if recorded != hash_:
-            raise RelianceBuildError(f"{out} holds a different build (config hash {str(recorded)[:12]}); choose another --out")
-        return True
+    try:
+        if holds_build(out, hash_):
+            return True
+    except RecipeError as exc:
+        raise RelianceBuildError(str(exc)) from None
     if out.exists():
         # An interrupted build leaves only its own files (no manifest yet): it is simply built again.
         ours = {data_path(q) for q in QUESTION_TYPES} | {"README.md", "audit.json"}
