@@ -100,10 +100,10 @@ class Recipe:
     def with_resolutions(self, resolutions: list[int] | None) -> Recipe:
         if not resolutions:
             return self
-        return replace(self, resolutions=_resolutions(resolutions, "--resolutions"))
+        return replace(self, resolutions=parse_resolutions(resolutions, "--resolutions"))
 
 
-def _resolutions(value: Any, where: str) -> tuple[int, ...]:
+def parse_resolutions(value: Any, where: str) -> tuple[int, ...]:
     if not isinstance(value, list) or not value:
         raise RecipeError(f"{where} must be a non-empty list of {'/'.join(map(str, RESOLUTIONS))}")
     for item in value:
@@ -155,7 +155,7 @@ def parse_recipe(data: dict[str, Any], source: str = "recipe") -> Recipe:
     license_ = data.get("license", "cc-by-4.0")
     if not isinstance(license_, str):
         raise RecipeError(f"{source}: 'license' must be a string")
-    resolutions = _resolutions(data.get("resolutions", list(RESOLUTIONS)), f"{source}: 'resolutions'")
+    resolutions = parse_resolutions(data.get("resolutions", list(RESOLUTIONS)), f"{source}: 'resolutions'")
     rows_per_shard = _positive_int(data.get("rows_per_shard", 100), f"{source}: 'rows_per_shard'")
     tasks_table = data["tasks"]
     if not isinstance(tasks_table, dict) or not tasks_table:

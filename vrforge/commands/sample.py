@@ -26,14 +26,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from vrforge.builds.item import ItemFailed, build_item
     from vrforge.builds.plan import PlanItem
-    from vrforge.builds.recipe import RecipeError, _resolutions
+    from vrforge.builds.recipe import RecipeError, parse_resolutions
     from vrforge.fileio import write_bytes_atomic
     from vrforge.registry import UnknownTask, get_task
 
     try:
         spec = get_task(args.task)
         spec.config(args.difficulty)
-        resolutions = _resolutions(args.resolutions, "--resolutions")
+        resolutions = parse_resolutions(args.resolutions, "--resolutions")
     except (UnknownTask, KeyError, RecipeError) as exc:
         raise UserError(exc.args[0]) from None
     if args.index < 0:
