@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 TARGET_RATIO = 0.80
-FALLBACK_SPECS = [
+FALLBACK_SPECS: list[dict[str, Any]] = [
     {"tag": "single_object", "include": [{"class": "cat", "count": 1}], "prompt": "a photo of a cat"},
     {"tag": "counting", "include": [{"class": "clock", "count": 2}], "exclude": [{"class": "clock", "count": 3}],
      "prompt": "a photo of two clocks"},
@@ -89,10 +89,12 @@ def plain_loop(model: Any, tracks: list[Any], steps: int, seed: int, batch_size:
 
     started = time.perf_counter()
     for track in tracks:
-        current = {i: (track.texts.get(i) if modality(track.direction, 0) == "text" else track.images[i]) for i in track.ids}
+        current: dict[str, Any] = {
+            i: (track.texts.get(i) if modality(track.direction, 0) == "text" else track.images[i]) for i in track.ids}
         for step in range(1, steps + 1):
             for start in range(0, len(track.ids), batch_size):
                 batch = track.ids[start:start + batch_size]
+                outputs: list[Any]  # images after a drawing step, texts after a describing one
                 if modality(track.direction, step) == "image":
                     seeds = [chain_seed(seed, track, i, step) for i in batch]
                     outputs = backends.generate_batch(model, [current[i] for i in batch], seeds)

@@ -3,7 +3,6 @@ CLIP (text + image), DINOv2, OWLv2 (transformers) and a sentence-transformers BE
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 WORDS = [
@@ -16,13 +15,9 @@ def _clip_tokenizer(folder: Path):
     """A CLIP BPE tokenizer over letters and a few whole words (no merges needed for single characters)."""
     from transformers import CLIPTokenizer
 
-    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1}
-    for char in "abcdefghijklmnopqrstuvwxyz0123456789":
-        vocab[char] = len(vocab)
-        vocab[char + "</w>"] = len(vocab)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    (folder / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
+    from vrforge.bench.gpu_t2i import write_tokenizer_files
+
+    write_tokenizer_files(folder)
     return CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"), model_max_length=32,
                          pad_token="<|endoftext|>")
 
@@ -89,8 +84,8 @@ def build_sentence(folder: Path) -> Path:
 
     try:  # sentence-transformers 6 moved the modules; older releases keep them in .models
         from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
-    except ImportError:
-        from sentence_transformers.models import Pooling, Transformer
+    except ImportError:  # the same two classes under their old path, hence the redefinition
+        from sentence_transformers.models import Pooling, Transformer  # type: ignore[no-redef]
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
     from tokenizers import models as tok_models
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast

@@ -32,41 +32,9 @@ WORDS = ("A B C D E What colour is the square circle triangle diamond ? red blue
 
 
 def build_llava(folder: Path, hidden: int, layers: int, image_size: int) -> Path:
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import (
-        CLIPImageProcessor,
-        CLIPVisionConfig,
-        LlamaConfig,
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaProcessor,
-        PreTrainedTokenizerFast,
-    )
+    from vrforge.bench.vlm_choice import build_tiny_llava
 
-    tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer.train_from_iterator([WORDS], trainers.WordLevelTrainer(special_tokens=["<unk>", "<s>", "</s>", "<pad>", "<image>"]))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
-                                   pad_token="<pad>", extra_special_tokens={"image_token": "<image>"})
-    patch = max(8, image_size // 8)
-    processor = LlavaProcessor(
-        image_processor=CLIPImageProcessor(size={"shortest_edge": image_size}, crop_size={"height": image_size, "width": image_size}),
-        tokenizer=fast, patch_size=patch, num_additional_image_tokens=1, vision_feature_select_strategy="default",
-        chat_template=("{% for m in messages %}{{ m['role'].upper() }}: {% for c in m['content'] %}{% if c['type'] == 'image' %}"
-                       "<image> {% else %}{{ c['text'] }} {% endif %}{% endfor %}{% endfor %}"
-                       "{% if add_generation_prompt %}ASSISTANT: {% endif %}"))
-    heads = max(2, hidden // 64)
-    config = LlavaConfig(
-        vision_config=CLIPVisionConfig(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                                       num_attention_heads=heads, image_size=image_size, patch_size=patch),
-        text_config=LlamaConfig(vocab_size=len(fast), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                                num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=512),
-        image_token_index=fast.convert_tokens_to_ids("<image>"), vision_feature_layer=-1)
-    torch.manual_seed(0)
-    LlavaForConditionalGeneration(config).save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
+    return build_tiny_llava(folder, [WORDS], hidden, layers, image_size=image_size, head_dim=64, mlp_ratio=2, max_positions=512)
 
 
 def timed_run(golden: Path, model: Path, out: Path, batch_size: int, repeats: int, internals: bool) -> dict[str, Any]:

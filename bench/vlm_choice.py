@@ -24,14 +24,15 @@ import platform
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'].upper() }}: {% for c in m['content'] %}"
                  "{% if c['type'] == 'image' %}<image> {% else %}{{ c['text'] }} {% endif %}{% endfor %}{% endfor %}"
                  "{% if add_generation_prompt %}ASSISTANT: {% endif %}")
 
 
-def build_tiny_llava(folder: Path, corpus: list[str], hidden: int, layers: int) -> Path:
+def build_tiny_llava(folder: Path, corpus: list[str], hidden: int, layers: int, *, image_size: int = 64,
+                     head_dim: int = 32, mlp_ratio: int = 4, max_positions: int = 2048) -> Path:
     """A seeded random-weight LLaVA (word-level tokenizer trained on ``corpus``) saved into ``folder``."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
@@ -50,16 +51,20 @@ def build_tiny_llava(folder: Path, corpus: list[str], hidden: int, layers: int) 
     tokenizer.train_from_iterator(corpus, trainers.WordLevelTrainer(special_tokens=["<unk>", "<s>", "</s>", "<pad>", "<image>"]))
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
                                    pad_token="<pad>", extra_special_tokens={"image_token": "<image>"})
-    processor = LlavaProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 64}, crop_size={"height": 64, "width": 64}),
-                               tokenizer=fast, patch_size=8, num_additional_image_tokens=1,
-                               vision_feature_select_strategy="default", chat_template=CHAT_TEMPLATE)
-    heads = max(2, hidden // 32)
+    patch = max(8, image_size // 8)
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessor(size={"shortest_edge": image_size}, crop_size={"height": image_size, "width": image_size}),
+        tokenizer=fast, patch_size=patch, num_additional_image_tokens=1, vision_feature_select_strategy="default",
+        chat_template=CHAT_TEMPLATE)
+    heads = max(2, hidden // head_dim)
     config = LlavaConfig(
-        vision_config=CLIPVisionConfig(hidden_size=hidden, intermediate_size=4 * hidden, num_hidden_layers=layers,
-                                       num_attention_heads=heads, image_size=64, patch_size=8),
-        text_config=LlamaConfig(vocab_size=len(fast), hidden_size=hidden, intermediate_size=4 * hidden, num_hidden_layers=layers,
-                                num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=2048),
-        image_token_index=fast.convert_tokens_to_ids("<image>"), vision_feature_layer=-1)
+        vision_config=CLIPVisionConfig(hidden_size=hidden, intermediate_size=mlp_ratio * hidden, num_hidden_layers=layers,
+                                       num_attention_heads=heads, image_size=image_size, patch_size=patch),
+        text_config=LlamaConfig(vocab_size=len(fast), hidden_size=hidden, intermediate_size=mlp_ratio * hidden,
+                                num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads,
+                                max_position_embeddings=max_positions),
+        image_token_index=cast(int, fast.convert_tokens_to_ids("<image>")),  # one token: one id
+        vision_feature_layer=-1)
     torch.manual_seed(0)
     LlavaForConditionalGeneration(config).save_pretrained(folder)
     processor.save_pretrained(folder)
@@ -80,7 +85,7 @@ def _questions(puzzles: int) -> list[Any]:
     from vrforge.runners.vlm_choice import Item, question_for
 
     tasks = ("maze", "raven", "unknot")  # different hints: different text lengths, so batches are padded
-    questions = []
+    questions: list[Any] = []
     for p in range(puzzles):
         item = Item(f"p{p}", tasks[p % len(tasks)], "easy", p, p % 5, _png(10 * p), tuple(_png(10 * p + k + 1) for k in range(5)))
         questions.extend(question_for(item, r)[0] for r in range(5))
@@ -122,12 +127,12 @@ def measure(puzzles: int, hidden: int, layers: int, work: Path) -> dict[str, Any
     from vrforge.runners.vlm_choice import Question
 
     sample = Question("maze", b"", (b"",) * 5)
-    corpus = [" ".join(t for k, t in Question(task, b"", (b"",) * 5).parts() if k == "text")
+    corpus = [" ".join(Question(task, b"", (b"",) * 5).texts())
               for task in ("maze", "raven", "unknot")] + ["USER: ASSISTANT: A B C D E Option A: B: C: D: E:"]
     del sample
     model = build_tiny_llava(work / "tiny-llava", corpus, hidden, layers)
     questions = _questions(puzzles)
-    common = {"local_files_only": True, "dtype": "float32", "device": "cpu"}
+    common: dict[str, Any] = {"local_files_only": True, "dtype": "float32", "device": "cpu"}
     one_token = {
         "unbatched": _time(LikelihoodBackend(str(model), batch_size=1, **common), questions, 1),
         "batched": _time(LikelihoodBackend(str(model), batch_size=5, **common), questions, 5),

@@ -12,10 +12,8 @@ under hidden temporary names and renamed; the same recipe and inputs give byte-i
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
 from collections import Counter
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -28,7 +26,8 @@ import pyarrow.parquet as pq
 import yaml
 
 import vrforge
-from vrforge.builds.recipe import RecipeError, read_recipe_toml
+from vrforge.builds.recipe import RecipeError, holds_build, read_recipe_toml, recipe_header
+from vrforge.errors import UserError
 from vrforge.fileio import atomic_target, sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.schemas.cfworld import Scenario, cfworld_features, scenario_schema_errors
 from vrforge.schemas.cfworld_probes import (
@@ -48,7 +47,6 @@ KIND = "cfworld"
 CONFIGS = ("scenarios", "rule_decoupling", "attribute_decoupling", "entity_cooccurrence", "denominalized")
 SPLIT = "test"
 KNOWN_KEYS = {"kind", "name", "version", "license", "seeds", "lexicon", "configs"}
-EXIT_USAGE = 2
 PROBE_VERSION = "2"  # bump when the probe generators or tables change what they produce
 
 
@@ -56,7 +54,7 @@ PROBE_VERSION = "2"  # bump when the probe generators or tables change what they
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class CfworldBuildError(ValueError):
+class CfworldBuildError(UserError, ValueError):
     """A malformed recipe or unusable input; the message is the one line the user sees."""
 
 
@@ -101,19 +99,10 @@ def load_cfworld_recipe(path: str | Path) -> CfworldRecipe:
 
 def parse_cfworld_recipe(data: dict[str, Any], path: Path) -> CfworldRecipe:
     source = str(path)
-    unknown = sorted(set(data) - KNOWN_KEYS)
-    if unknown:
-        raise CfworldBuildError(f"{source}: unknown key(s) {', '.join(unknown)}")
-    if data.get("kind") != KIND:
-        raise CfworldBuildError(f"{source}: 'kind' must be \"{KIND}\"")
-    for key in ("name", "version"):
-        if key not in data:
-            raise CfworldBuildError(f"{source}: missing required field '{key}'")
-        if not isinstance(data[key], str) or not data[key].strip():
-            raise CfworldBuildError(f"{source}: '{key}' must be a non-empty string")
-    license_ = data.get("license", "cc-by-4.0")
-    if not isinstance(license_, str) or not license_.strip():
-        raise CfworldBuildError(f"{source}: 'license' must be a non-empty string")
+    try:
+        name, version, license_ = recipe_header(data, source, KIND, KNOWN_KEYS)
+    except RecipeError as exc:
+        raise CfworldBuildError(str(exc)) from None
     configs = data.get("configs", list(CONFIGS))
     if not isinstance(configs, list) or not configs or not all(isinstance(c, str) for c in configs):
         raise CfworldBuildError(f"{source}: 'configs' must be a non-empty list of {', '.join(CONFIGS)}")
@@ -128,7 +117,7 @@ def parse_cfworld_recipe(data: dict[str, Any], path: Path) -> CfworldRecipe:
         if not isinstance(value, str) or not value.strip():
             raise CfworldBuildError(f"{source}: '{key}' must be \"packaged\" or a path relative to the recipe")
         paths[key] = None if value == "packaged" else (path.parent / value)
-    return CfworldRecipe(name=data["name"].strip(), version=data["version"].strip(), license=license_.strip(),
+    return CfworldRecipe(name=name, version=version, license=license_,
                          seeds=paths["seeds"], lexicon=paths["lexicon"],
                          configs=tuple(c for c in CONFIGS if c in configs))
 
@@ -294,15 +283,10 @@ def pretty_name(recipe: CfworldRecipe) -> str:
 
 
 def card_metadata(recipe: CfworldRecipe, counts: dict[str, int], sizes: dict[str, int]) -> dict[str, Any]:
-    configs: list[dict[str, Any]] = []
-    infos: list[dict[str, Any]] = []
-    for config in recipe.configs:
-        entry: dict[str, Any] = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}]}
-        if not configs:
-            entry["default"] = True
-        configs.append(entry)
-        infos.append({"config_name": config, "features": _features(config)._to_yaml_list(),
-                      "splits": [{"name": SPLIT, "num_bytes": sizes[config], "num_examples": counts[config]}]})
+    from vrforge.cards.card import card_configs
+
+    configs, infos = card_configs(((config, _features(config)._to_yaml_list(), (SPLIT,)) for config in recipe.configs),
+                                  {c: {SPLIT: n} for c, n in counts.items()}, {c: {SPLIT: n} for c, n in sizes.items()})
     return {
         "license": recipe.license,
         "pretty_name": pretty_name(recipe),
@@ -430,15 +414,11 @@ def curation_markdown(figures: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------- build
 
 def _check_out(out: Path, hash_: str) -> None:
-    manifest = out / MANIFEST_FILE
-    if manifest.exists():
-        try:
-            recorded = json.loads(manifest.read_text(encoding="utf-8")).get("config_hash")
-        except (OSError, json.JSONDecodeError):
-            recorded = None
-        if recorded != hash_:
-            raise CfworldBuildError(f"{out} holds a different build (config hash {str(recorded)[:12]}); choose another --out")
-        return  # the same build: rewriting it gives the same bytes
+    try:
+        if holds_build(out, hash_):
+            return  # the same build: rewriting it gives the same bytes
+    except RecipeError as exc:
+        raise CfworldBuildError(str(exc)) from None
     if out.exists() and any(out.iterdir()):
         raise CfworldBuildError(f"{out} exists and is not empty; choose another --out")
 
@@ -554,40 +534,3 @@ def _row_problems(config: str, row: dict[str, Any]) -> list[str]:
         data["replacements"] = tuple(Replacement(**r) for r in row["replacements"])
         return DenominalizedProbe(**data).validate()
     return [f"unknown config {config}"]
-
-
-# ----------------------------------------------------------------------------- CLI
-
-def cli_build_cfworld(args: argparse.Namespace) -> int:
-    """``vrforge build <cfworld recipe> [--out DIR] [--limit N] [--quiet]``: 0 on success, 2 with one line on stderr."""
-    try:
-        recipe = load_cfworld_recipe(args.recipe)
-        if getattr(args, "resolutions", None):
-            raise CfworldBuildError("--resolutions does not apply to CF-World (it has no images)")
-        out = Path(args.out) if getattr(args, "out", None) else Path("datasets") / f"{recipe.name}-{recipe.version}"
-        build_cfworld(args.recipe, out, limit=getattr(args, "limit", None))
-        manifest = json.loads((out / MANIFEST_FILE).read_text(encoding="utf-8"))
-    except CfworldBuildError as exc:
-        print(f"vrforge build: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as exc:
-        print(f"vrforge build: error: cannot write ({exc.__class__.__name__}: {exc})", file=sys.stderr)
-        return EXIT_USAGE
-    if not getattr(args, "quiet", False):
-        rows = ", ".join(f"{config} {splits[SPLIT]}" for config, splits in manifest["rows"].items())
-        unchanged = manifest["denominalization"].get("unchanged", [])
-        print(f"built {out}: {rows} rows" + (f"; {len(unchanged)} L2 prompts left unchanged by the lexicon "
-                                             f"(listed in manifest.json)" if unchanged else ""))
-    return 0
-
-
-def cli_audit_cfworld(folder: str) -> int:
-    """``vrforge audit`` on a CF-World folder: 0 passed, 1 failed, 2 unusable folder."""
-    try:
-        report = audit_cfworld(Path(folder))
-    except CfworldBuildError as exc:
-        print(f"vrforge audit: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    print(f"{'passed' if report['passed'] else 'FAILED'}: {report['files_checked']} files, {report['rows_checked']} rows checked"
-          + "".join(f"\n  {p}" for p in report["problems"][:20]))
-    return 0 if report["passed"] else 1

@@ -9,15 +9,50 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from vrforge.errors import UserError
 from vrforge.registry import UnknownTask, get_task
-from vrforge.schemas.layout import DIFFICULTIES, RESOLUTIONS
+from vrforge.schemas.layout import DIFFICULTIES, MANIFEST_FILE, RESOLUTIONS
 
 KNOWN_KEYS = {"name", "version", "seed", "license", "resolutions", "rows_per_shard", "tasks"}
 TASK_KEYS = {"count", "difficulties"}
 
 
-class RecipeError(ValueError):
+class RecipeError(UserError, ValueError):
     """A malformed recipe; the message is the one line the user sees."""
+
+
+def recipe_header(data: dict[str, Any], source: str, kind: str, known: set[str]) -> tuple[str, str, str]:
+    """(name, version, license) of a recipe of another ``kind`` of release (CF-World, reliance), after checking
+    that it names only ``known`` keys."""
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise RecipeError(f"{source}: unknown key(s) {', '.join(unknown)}")
+    if data.get("kind") != kind:
+        raise RecipeError(f"{source}: 'kind' must be \"{kind}\"")
+    for key in ("name", "version"):
+        if key not in data:
+            raise RecipeError(f"{source}: missing required field '{key}'")
+        if not isinstance(data[key], str) or not data[key].strip():
+            raise RecipeError(f"{source}: '{key}' must be a non-empty string")
+    license_ = data.get("license", "cc-by-4.0")
+    if not isinstance(license_, str) or not license_.strip():
+        raise RecipeError(f"{source}: 'license' must be a non-empty string")
+    return data["name"].strip(), data["version"].strip(), license_.strip()
+
+
+def holds_build(out: Path, config_hash: str) -> bool:
+    """True when the folder ``out`` holds the finished build of this config hash (its manifest says so), False
+    when it holds no finished build; RecipeError when it holds another one."""
+    manifest = out / MANIFEST_FILE
+    if not manifest.exists():
+        return False
+    try:
+        recorded = json.loads(manifest.read_text(encoding="utf-8")).get("config_hash")
+    except (OSError, json.JSONDecodeError):
+        recorded = None
+    if recorded != config_hash:
+        raise RecipeError(f"{out} holds a different build (config hash {str(recorded)[:12]}); choose another --out")
+    return True
 
 
 @dataclass(frozen=True)
@@ -65,10 +100,10 @@ class Recipe:
     def with_resolutions(self, resolutions: list[int] | None) -> Recipe:
         if not resolutions:
             return self
-        return replace(self, resolutions=_resolutions(resolutions, "--resolutions"))
+        return replace(self, resolutions=parse_resolutions(resolutions, "--resolutions"))
 
 
-def _resolutions(value: Any, where: str) -> tuple[int, ...]:
+def parse_resolutions(value: Any, where: str) -> tuple[int, ...]:
     if not isinstance(value, list) or not value:
         raise RecipeError(f"{where} must be a non-empty list of {'/'.join(map(str, RESOLUTIONS))}")
     for item in value:
@@ -120,7 +155,7 @@ def parse_recipe(data: dict[str, Any], source: str = "recipe") -> Recipe:
     license_ = data.get("license", "cc-by-4.0")
     if not isinstance(license_, str):
         raise RecipeError(f"{source}: 'license' must be a string")
-    resolutions = _resolutions(data.get("resolutions", list(RESOLUTIONS)), f"{source}: 'resolutions'")
+    resolutions = parse_resolutions(data.get("resolutions", list(RESOLUTIONS)), f"{source}: 'resolutions'")
     rows_per_shard = _positive_int(data.get("rows_per_shard", 100), f"{source}: 'rows_per_shard'")
     tasks_table = data["tasks"]
     if not isinstance(tasks_table, dict) or not tasks_table:

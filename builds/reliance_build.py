@@ -10,13 +10,11 @@ number of workers gives the same bytes; files are written under hidden names and
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -27,9 +25,9 @@ import pyarrow.parquet as pq
 import yaml
 
 import vrforge
-from vrforge.builds.recipe import RecipeError, read_recipe_toml
+from vrforge.builds.recipe import RecipeError, holds_build, read_recipe_toml, recipe_header
 from vrforge.errors import UserError
-from vrforge.fileio import sha256_file, temporary_path, write_bytes_atomic, write_json_atomic
+from vrforge.fileio import atomic_target, sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.generators.reliance.scenes import GENERATOR_VERSION, QUESTION_TYPES, generate_item, item_from_row, item_row, verify_item
 
 KIND = "reliance"
@@ -70,17 +68,10 @@ def load_reliance_recipe(path: str | Path) -> RelianceRecipe:
     except RecipeError as exc:
         raise RelianceBuildError(str(exc)) from None
     source = str(path)
-    unknown = sorted(set(data) - KNOWN_KEYS)
-    if unknown:
-        raise RelianceBuildError(f"{source}: unknown key(s) {', '.join(unknown)}")
-    if data.get("kind") != KIND:
-        raise RelianceBuildError(f"{source}: 'kind' must be \"{KIND}\"")
-    for key in ("name", "version"):
-        if not isinstance(data.get(key), str) or not data[key].strip():
-            raise RelianceBuildError(f"{source}: '{key}' must be a non-empty string")
-    license_ = data.get("license", "cc-by-4.0")
-    if not isinstance(license_, str) or not license_.strip():
-        raise RelianceBuildError(f"{source}: 'license' must be a non-empty string")
+    try:
+        name, version, license_ = recipe_header(data, source, KIND, KNOWN_KEYS)
+    except RecipeError as exc:
+        raise RelianceBuildError(str(exc)) from None
     seed, count = data.get("seed", 0), data.get("count", 120)
     for key, value in (("seed", seed), ("count", count)):
         if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "seed" else MIN_COUNT):
@@ -88,7 +79,7 @@ def load_reliance_recipe(path: str | Path) -> RelianceRecipe:
     types = data.get("question_types", list(QUESTION_TYPES))
     if not isinstance(types, list) or not types or any(t not in QUESTION_TYPES for t in types) or len(set(types)) != len(types):
         raise RelianceBuildError(f"{source}: 'question_types' must be a non-empty list of distinct {', '.join(QUESTION_TYPES)}")
-    return RelianceRecipe(name=data["name"].strip(), version=data["version"].strip(), license=license_.strip(), seed=seed,
+    return RelianceRecipe(name=name, version=version, license=license_, seed=seed,
                           count=count, question_types=tuple(t for t in QUESTION_TYPES if t in types))
 
 
@@ -122,23 +113,15 @@ def _generate(job: tuple[str, int, int]) -> dict[str, Any]:
 def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
     feats = features()
     table = pa.Table.from_pylist([feats.encode_example(row) for row in rows], schema=feats.arrow_schema)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_path(path)
-    pq.write_table(table, tmp, compression="zstd")
-    os.replace(tmp, path)
+    with atomic_target(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
 
 
 def card_metadata(recipe: RelianceRecipe, counts: dict[str, int], sizes: dict[str, int]) -> dict[str, Any]:
-    from vrforge.cards.card import size_category
+    from vrforge.cards.card import card_configs, size_category
 
-    configs, infos = [], []
-    for qtype in recipe.question_types:
-        entry: dict[str, Any] = {"config_name": qtype, "data_files": [{"split": SPLIT, "path": f"data/{qtype}/{SPLIT}-*.parquet"}]}
-        if not configs:
-            entry["default"] = True
-        configs.append(entry)
-        infos.append({"config_name": qtype, "features": features()._to_yaml_list(),
-                      "splits": [{"name": SPLIT, "num_bytes": sizes[qtype], "num_examples": counts[qtype]}]})
+    configs, infos = card_configs(((qtype, features()._to_yaml_list(), (SPLIT,)) for qtype in recipe.question_types),
+                                  {q: {SPLIT: n} for q, n in counts.items()}, {q: {SPLIT: n} for q, n in sizes.items()})
     return {"license": recipe.license, "pretty_name": f"vrforge visual-reliance golden set {recipe.version}",
             "task_categories": ["visual-question-answering"], "language": ["en"],
             "size_categories": [size_category(sum(counts.values()))],
@@ -158,15 +141,11 @@ def render_card(recipe: RelianceRecipe, hash_: str, counts: dict[str, int], size
 
 def _check_out(out: Path, hash_: str) -> bool:
     """True when ``out`` already holds this build; refuses a different build or a non-empty foreign folder."""
-    manifest = out / "manifest.json"
-    if manifest.exists():
-        try:
-            recorded = json.loads(manifest.read_text(encoding="utf-8")).get("config_hash")
-        except (OSError, json.JSONDecodeError):
-            recorded = None
-        if recorded != hash_:
-            raise RelianceBuildError(f"{out} holds a different build (config hash {str(recorded)[:12]}); choose another --out")
-        return True
+    try:
+        if holds_build(out, hash_):
+            return True
+    except RecipeError as exc:
+        raise RelianceBuildError(str(exc)) from None
     if out.exists():
         # An interrupted build leaves only its own files (no manifest yet): it is simply built again.
         ours = {data_path(q) for q in QUESTION_TYPES} | {"README.md", "audit.json"}
@@ -282,32 +261,3 @@ def audit_reliance(folder: Path) -> dict[str, Any]:
               "rows_checked": checked, "problems": problems[:200]}
     write_json_atomic(folder / "audit.json", report)
     return report
-
-
-# ----------------------------------------------------------------------------- CLI (through `vrforge build` / `vrforge audit`)
-
-
-def cli_build_reliance(args: argparse.Namespace) -> int:
-    recipe = load_reliance_recipe(args.recipe)
-    if getattr(args, "resolutions", None):
-        raise RelianceBuildError("--resolutions does not apply to the reliance release (its scenes are 256 px)")
-    limit = getattr(args, "limit", None)
-    if limit is not None:
-        if limit < 1:
-            raise RelianceBuildError(f"--limit must be a positive integer, got {limit}")
-        recipe = replace(recipe, count=min(recipe.count, limit))
-    out = Path(args.out) if getattr(args, "out", None) else Path("datasets") / f"{recipe.name}-{recipe.version}"
-    try:
-        build_reliance(recipe, out, workers=getattr(args, "workers", 1), progress=not getattr(args, "quiet", False))
-    except OSError as exc:
-        raise RelianceBuildError(f"cannot write ({exc.__class__.__name__}: {exc})") from None
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    print(f"built {out}: " + ", ".join(f"{q} {s[SPLIT]}" for q, s in manifest["rows"].items()) + " items")
-    return 0
-
-
-def cli_audit_reliance(folder: str) -> int:
-    report = audit_reliance(Path(folder))
-    print(f"{'passed' if report['passed'] else 'FAILED'}: {report['files_checked']} files, {report['rows_checked']} items verified"
-          + "".join(f"\n  {p}" for p in report["problems"][:20]))
-    return 0 if report["passed"] else 1

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from string import Template
 from typing import Any, Protocol
@@ -49,6 +49,22 @@ def size_category(rows: int) -> str:
     return "n>1M"
 
 
+def card_configs(entries: Iterable[tuple[str, Any, Sequence[str]]], counts: Mapping[str, Mapping[str, int]],
+                 sizes: Mapping[str, Mapping[str, int]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The card's ``configs`` (the first one the default) and ``dataset_info``, from
+    (config name, features as a YAML list, splits) and the row counts and bytes per config and split."""
+    configs: list[dict[str, Any]] = []
+    infos: list[dict[str, Any]] = []
+    for name, features, splits in entries:
+        config: dict[str, Any] = {"config_name": name, "data_files": [{"split": s, "path": split_glob(name, s)} for s in splits]}
+        if not configs:
+            config["default"] = True
+        configs.append(config)
+        infos.append({"config_name": name, "features": features,
+                      "splits": [{"name": s, "num_bytes": sizes[name][s], "num_examples": counts[name][s]} for s in splits]})
+    return configs, infos
+
+
 def pretty_name(recipe: CardRecipe) -> str:
     return f"TACIT {recipe.version}" if recipe.name == "tacit" else f"{recipe.name} {recipe.version}"
 
@@ -56,21 +72,9 @@ def pretty_name(recipe: CardRecipe) -> str:
 def card_metadata(recipe: CardRecipe, counts: dict[str, dict[str, int]], sizes: dict[str, dict[str, int]]) -> dict:
     """Licence, categories, one config per task x resolution (the first 1024 px one is the
     default) with its split globs, and ``dataset_info`` with features and split sizes."""
-    ordered = main_first(recipe.resolutions)
     features = tacit_features()._to_yaml_list()
-    configs: list[dict[str, Any]] = []
-    infos: list[dict[str, Any]] = []
-    for task in recipe.tasks:
-        for res in ordered:
-            name = config_name(task.task, res)
-            config: dict[str, Any] = {"config_name": name,
-                      "data_files": [{"split": d, "path": split_glob(name, d)} for d in task.difficulties]}
-            if not configs:
-                config["default"] = True
-            configs.append(config)
-            infos.append({"config_name": name, "features": features,
-                          "splits": [{"name": d, "num_bytes": sizes[name][d], "num_examples": counts[name][d]}
-                                     for d in task.difficulties]})
+    configs, infos = card_configs(((config_name(task.task, res), features, task.difficulties)
+                                   for task in recipe.tasks for res in main_first(recipe.resolutions)), counts, sizes)
     puzzles = sum(t.count * len(t.difficulties) for t in recipe.tasks)
     return {
         "license": recipe.license,

@@ -40,19 +40,18 @@ atomically, sorted, without timestamps.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import re
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vrforge.errors import UserError
 from vrforge.runners import cfeval_metrics as metrics
-from vrforge.runners.cfeval_personas import DEFAULT_PERSONAS, Persona, PersonaError, get_persona, parse_persona_spec
+from vrforge.runners.cfeval_personas import DEFAULT_PERSONAS, Persona, get_persona
 from vrforge.schemas.cfworld import LEVELS, Question, Scenario
 
 FORMAT_VERSION = 1
@@ -63,7 +62,7 @@ STATUSES = ("ok", "failed", "missing_image", "unusable_image", "gated", "no_ques
 MAX_CONSECUTIVE_FAILURES = 10  # that many failed images in a row concern every request: the run stops
 
 
-class CFEvalError(Exception):
+class CFEvalError(UserError):
     """Input the judge cannot use (missing folder, bad scenario file, bad option): one line for the user."""
 
 
@@ -188,7 +187,7 @@ _NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0, "cache_h
 def _record(scenario: Scenario, level: str, status: str, judge: str, persona: str, sample: int | None = None,
             **extra: Any) -> dict[str, Any]:
     image = f"{scenario.id}/{level}.png" if sample is None else f"{scenario.id}/{level}_{sample}.png"
-    base = {
+    base: dict[str, Any] = {
         "scenario_id": scenario.id, "domain": scenario.domain, "subdomain": scenario.subdomain, "level": level,
         "image": image, "status": status, "judge": judge, "persona": persona,
         "questions": [], "dimension_scores": {}, "S": None, "usage": dict(_NO_USAGE), "cached": False,
@@ -227,7 +226,8 @@ def judge_image(client: Any, scenario: Scenario, level: str, images_dir: Path, s
             raise CFEvalError(f"the judge endpoint cannot answer ({exc.kind}: {exc.message}); "
                               "answers received so far are cached, run the same command to resume") from None
         return record("failed", error=f"{exc.kind}: {exc.message}")
-    scored, clipped = [], 0
+    scored: list[dict[str, Any]] = []
+    clipped = 0
     for i, q in enumerate(questions, 1):
         entry = result.data[f"q{i}"]
         raw = float(entry["score"])
@@ -463,167 +463,6 @@ def check_levels(levels: Sequence[str]) -> None:
     if "l1" not in levels:
         raise CFEvalError(f"--levels {','.join(levels)} leaves out l1, whose score gates L2 and L3 "
                           "(S_L1 < threshold sets them to 0): add l1 (cached answers are reused)")
-
-
-ENDPOINT_DEFAULTS = {"timeout": 120.0, "max_retries": 3, "backoff": 1.0}  # --backend openai only
-
-
-def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``vrforge cfeval judge``."""
-    parser.add_argument("--scenarios", required=True,
-                        help="scenarios JSONL, a `vrforge cfworld import` folder, or the CF-World release folder")
-    parser.add_argument("--images", required=True, help="generated images as <images>/<scenario_id>/<level>.png")
-    parser.add_argument("--out", help="output folder for results.json and judgements.jsonl (default ./cfeval-<label>)")
-    parser.add_argument("--backend", choices=("openai", "transformers"), default="openai",
-                        help="openai: an OpenAI-compatible endpoint (default); transformers: a local vision-language model")
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (--backend openai)")
-    parser.add_argument("--model", required=True,
-                        help="judge model: its name at the endpoint, or a hub id / local folder (--backend transformers)")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
-    parser.add_argument("--label", help="name of the generating model in reports (default: the images folder name)")
-    parser.add_argument("--persona", default=None,
-                        help="judge persona per level, e.g. l1=balanced,l2=strict,l3=strict (the default) or one name for all")
-    parser.add_argument("--threshold", type=float, default=metrics.DEFAULT_THRESHOLD, help="L1 gate (default 0.5)")
-    parser.add_argument("--skip-gated", action="store_true", help="send no request for L2/L3 of scenarios failing the L1 gate")
-    parser.add_argument("--snap", action="store_true", help="round judge scores to the nearest of 0 / 0.5 / 1")
-    parser.add_argument("--weights",
-                        help="override dimension weights, e.g. visual_integrity=3,assessment_point=15,logic_consistency=8")
-    parser.add_argument("--levels", help="judge only these levels, e.g. l1,l2 (default all)")
-    parser.add_argument("--images-per-prompt", type=int, default=1,
-                        help="images per scenario and level, read as <scenario_id>/<level>_<k>.png (default 1: <level>.png)")
-    parser.add_argument("--domain", action="append", help="judge only this domain (repeatable)")
-    parser.add_argument("--limit", type=int, help="judge only the first N scenarios (by id)")
-    parser.add_argument("--cache-dir", help="response cache folder (default <out>/cache)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
-    parser.add_argument("--workers", type=int, default=4, help="requests in flight at once (default 4)")
-    endpoint = ENDPOINT_DEFAULTS
-    parser.add_argument("--timeout", type=float, help=f"seconds per request (--backend openai; default {endpoint['timeout']:g})")
-    parser.add_argument("--max-retries", type=int,
-                        help=f"retries per image after a failed attempt (--backend openai; default {endpoint['max_retries']})")
-    parser.add_argument("--backoff", type=float,
-                        help=f"first retry delay in seconds, doubled each retry (--backend openai; default {endpoint['backoff']:g})")
-    parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
-    parser.add_argument("--max-tokens", type=int, default=None, help="answer length limit")
-    parser.add_argument("--seed", type=int, default=None, help="sampling seed, where the endpoint supports one")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="progress bar (default: when stderr is a terminal)")
-    local = parser.add_argument_group("transformers backend (greedy decoding, one image at a time)")
-    local.add_argument("--revision", help="model revision (branch, tag or commit)")
-    local.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
-    local.add_argument("--device", default="auto", help="auto (GPUs when present, else CPU), cpu, cuda, cuda:1, ...")
-    local.add_argument("--trust-remote-code", action="store_true", help="allow the model repo's own code to run")
-    local.add_argument("--local-files-only", action="store_true", help="never download; use the local cache or folder")
-    local.add_argument("--max-new-tokens", type=int, default=1024, help="answer length limit in tokens (default 1024)")
-
-
-def _settings_from_args(args: argparse.Namespace) -> JudgeSettings:
-    if not 0 <= args.threshold <= 1:
-        raise CFEvalError(f"--threshold must be within [0, 1], got {args.threshold}")
-    if args.workers < 1:
-        raise CFEvalError(f"--workers must be at least 1, got {args.workers}")
-    if args.limit is not None and args.limit < 1:
-        raise CFEvalError(f"--limit must be at least 1, got {args.limit}")
-    if args.backend == "openai" and (args.max_retries < 0 or args.timeout <= 0 or args.backoff < 0):
-        raise CFEvalError("--max-retries and --backoff must be non-negative and --timeout positive")
-    try:
-        personas = parse_persona_spec(args.persona)
-    except PersonaError as exc:
-        raise CFEvalError(str(exc)) from None
-    return JudgeSettings(personas=personas, threshold=args.threshold, snap=args.snap, skip_gated=args.skip_gated,
-                         dimension_weights=parse_weights(args.weights), levels=parse_levels(args.levels, need_l1=True),
-                         workers=args.workers, images_per_prompt=args.images_per_prompt)
-
-
-def _check_backend_args(args: argparse.Namespace) -> None:
-    """Refuses options the chosen backend would ignore; fills the endpoint's retry defaults."""
-    if args.backend == "openai":
-        if not args.base_url:
-            raise CFEvalError("--base-url is needed with --backend openai")
-        for name, value in ENDPOINT_DEFAULTS.items():
-            if getattr(args, name) is None:
-                setattr(args, name, value)
-        return
-    if args.base_url:
-        raise CFEvalError("--base-url applies to --backend openai only")
-    if any(getattr(args, name) is not None for name in ENDPOINT_DEFAULTS):
-        raise CFEvalError("--timeout, --max-retries and --backoff apply to --backend openai only (a local model is not retried)")
-    if args.temperature != 0 or args.seed is not None:
-        raise CFEvalError("--backend transformers decodes greedily: --temperature and --seed do not apply")
-    if args.max_tokens is not None:
-        raise CFEvalError("--backend transformers: give the answer length as --max-new-tokens")
-
-
-def _make_client(args: argparse.Namespace, cache_dir: Path | None) -> tuple[Any, dict[str, Any]]:
-    """The judge client for ``--backend`` and what results.json says about the judge."""
-    if args.backend == "transformers":
-        from vrforge.runners.cfeval_local import LocalJudgeClient, LocalJudgeConfig
-
-        config = LocalJudgeConfig(model=args.model, revision=args.revision, dtype=args.dtype, device=args.device,
-                                  trust_remote_code=args.trust_remote_code, local_files_only=args.local_files_only,
-                                  max_new_tokens=args.max_new_tokens)
-        info = {"backend": "transformers", "model": args.model, "revision": args.revision, "dtype": args.dtype,
-                "decoding": "greedy", "max_new_tokens": args.max_new_tokens}
-        return LocalJudgeClient(config, cache_dir), info
-    from vrforge.openai_client import ChatClient, ChatConfig
-
-    chat = ChatConfig(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env, timeout_s=args.timeout,
-                      max_retries=args.max_retries, backoff_s=args.backoff, temperature=args.temperature,
-                      max_tokens=args.max_tokens, seed=args.seed)
-    info = {"model": args.model, "temperature": args.temperature, "seed": args.seed, "max_tokens": args.max_tokens}
-    return ChatClient(chat, cache_dir), info
-
-
-def cli_judge(args: argparse.Namespace) -> int:
-    """``vrforge cfeval judge``: 0 when every image got a judgement, 1 when some failed, 2 on bad input."""
-    try:
-        _check_backend_args(args)
-        settings = _settings_from_args(args)
-        if args.backend == "transformers":
-            settings = replace(settings, workers=1)  # one model generates one answer at a time
-        images_dir = Path(args.images)
-        if not images_dir.is_dir():
-            raise CFEvalError(f"no such images folder: {images_dir}")
-        scenarios = load_scenarios(args.scenarios)
-        if args.domain:
-            scenarios = [s for s in scenarios if s.domain in set(args.domain)]
-        if args.limit is not None:
-            scenarios = scenarios[: args.limit]
-        if not scenarios:
-            raise CFEvalError("no scenario left to judge after --domain / --limit")
-        label = args.label or images_dir.resolve().name
-        out = Path(args.out) if args.out else Path.cwd() / f"cfeval-{label}"
-        cache_dir = None if args.no_cache else Path(args.cache_dir) if args.cache_dir else out / "cache"
-        client, judge_info = _make_client(args, cache_dir)
-    except CFEvalError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    progress = sys.stderr.isatty() if args.progress is None else args.progress
-    run_settings = manifest_settings(settings, judge_info, scenarios, images_dir, label)
-    try:
-        write_manifest(out, run_settings, completed=False, counts={})
-    except OSError as exc:
-        print(f"error: cannot write to {out} ({exc.__class__.__name__}: {exc})", file=sys.stderr)
-        return 2
-    try:
-        with client:
-            records = judge_run(client, scenarios, images_dir, settings, progress=progress)
-    except KeyboardInterrupt:
-        print("interrupted: judged answers are cached; run the same command again to resume", file=sys.stderr)
-        return 130
-    except CFEvalError as exc:  # the local model could not be loaded
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    results = summarize(records, settings, judge_info, label)
-    try:
-        results_path, _ = write_outputs(out, records, results)
-        write_manifest(out, run_settings, completed=True, counts=results["counts"])
-    except OSError as exc:
-        print(f"error: cannot write to {out} ({exc.__class__.__name__}: {exc})", file=sys.stderr)
-        return 2
-    print(format_summary_line(results) + f"; written to {results_path}")
-    for failure in results["failures"][:10]:
-        print(f"failed: {failure['scenario_id']} {failure['level']}: {failure['error']}", file=sys.stderr)
-    return 1 if results["counts"]["failed"] else 0
 
 
 def _fmt(value: float | None) -> str:

@@ -38,6 +38,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from vrforge.errors import UserError
+
 LEVELS = ("l1", "l2", "l3")
 DIMENSIONS = ("visual_integrity", "assessment_point", "logic_consistency")
 DEFAULT_THRESHOLD = 0.5
@@ -47,7 +49,7 @@ SNAP_VALUES = (0.0, 0.5, 1.0)
 CALIBRATION_THRESHOLDS = tuple(round(0.3 + 0.05 * i, 2) for i in range(9))  # 0.3 ... 0.7
 
 
-class MetricsError(ValueError):
+class MetricsError(UserError, ValueError):
     """Input the metrics cannot use (bad weights, mismatched lengths): one line for the user."""
 
 
@@ -218,7 +220,7 @@ def level_intervals(scenarios: Sequence[Mapping[str, float | None]], resamples: 
 
     if not scenarios:
         return {key: None for key in ("l1", "l2", "l3", "prr", "rrr")}
-    table = np.array([[np.nan if s.get(lv) is None else float(s[lv]) for lv in LEVELS] for s in scenarios])
+    table = np.array([[np.nan if (v := s.get(lv)) is None else float(v) for lv in LEVELS] for s in scenarios])
     picks = np.random.default_rng(seed).integers(0, len(scenarios), size=(resamples, len(scenarios)))
     sample = table[picks]  # resamples x scenarios x 3
     present = ~np.isnan(sample)

@@ -1,6 +1,6 @@
 """CF-Eval reports: the paper-style results table, per-domain tables, judge agreement, a plot, and calibration.
 
-``cli_report`` reads one or more judge runs (folders with ``results.json`` and
+``vrforge cfeval report`` reads one or more judge runs (folders with ``results.json`` and
 ``judgements.jsonl`` from ``vrforge cfeval judge``) and writes ``report.md`` (one row per
 generating model with L1, L2, L3, PRR and RRR under each judge, like the paper's main
 table; then per-domain tables and, for every model judged by two judges, their agreement:
@@ -10,7 +10,7 @@ the mean absolute difference), ``report.json`` (the same at full precision) and
 not installed). The metrics are recomputed from the judgements, so ``--threshold`` and
 ``--weights`` can change the gate and the dimension weights without asking the judge again.
 
-``cli_calibrate`` compares judge-pass (S >= t, the ungated score of each image) with a
+``vrforge cfeval calibrate`` compares judge-pass (S >= t, the ungated score of each image) with a
 human judgement of a sample of images for t = 0.3, 0.35, ..., 0.7 and reports accuracy,
 precision, recall and F1 per threshold, like the paper's calibration table. The human
 file is CSV or JSONL with ``scenario_id``, ``level`` and either ``human_pass`` (0/1) or
@@ -19,11 +19,9 @@ file is CSV or JSONL with ``scenario_id``, ``level`` and either ``human_pass`` (
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
-import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from vrforge.runners import cfeval_metrics as metrics
-from vrforge.runners.cfeval_judge import JUDGEMENTS_FILE, RESULTS_FILE, CFEvalError, parse_levels, parse_weights
+from vrforge.runners.cfeval_judge import JUDGEMENTS_FILE, RESULTS_FILE, CFEvalError
 
 REPORT_MD = "report.md"
 REPORT_JSON = "report.json"
@@ -108,7 +106,7 @@ def _image_rows(run: Run, weights: dict[str, float] | None = None) -> list[dict[
 
 
 def judged_scores(run: Run, weights: dict[str, float] | None = None,
-                  statuses: Sequence[str] = ("ok",)) -> dict[tuple[str, str], float]:
+                  statuses: Sequence[str] = ("ok",)) -> dict[tuple[str, ...], float]:
     """(scenario_id, level) -> ungated S for the images with one of ``statuses`` ((scenario_id, level, k) with
     several images per prompt)."""
     by_key = {(r["scenario_id"], r["level"], r.get("sample", 0)): r["status"] for r in run.records}
@@ -116,6 +114,15 @@ def judged_scores(run: Run, weights: dict[str, float] | None = None,
     return {((row["scenario_id"], row["level"], row["sample"]) if several else (row["scenario_id"], row["level"])): row["S"]
             for row in _image_rows(run, weights)
             if by_key[(row["scenario_id"], row["level"], row["sample"])] in statuses and row["S"] is not None}
+
+
+def prompt_scores(run: Run, weights: dict[str, float] | None = None) -> dict[tuple[str, str], float]:
+    """(scenario_id, level) -> S of the images the model answered (an absent or unusable image scores 0); with
+    several images per prompt, their mean, which is what the gate sees."""
+    grouped: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for key, value in judged_scores(run, weights, statuses=("ok", *ZERO_STATUSES)).items():
+        grouped[(key[0], key[1])].append(value)
+    return {key: sum(values) / len(values) for key, values in grouped.items()}
 
 
 def check_gate_inputs(run: Run, threshold: float) -> None:
@@ -254,44 +261,6 @@ def plot_report(report: dict[str, Any], path: Path) -> bool:
     return True
 
 
-def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``vrforge cfeval report``."""
-    parser.add_argument("runs", nargs="+", help="judge output folders (results.json + judgements.jsonl), one per model and judge")
-    parser.add_argument("--out", help="report folder (default ./cfeval-report)")
-    parser.add_argument("--threshold", type=float, default=metrics.DEFAULT_THRESHOLD, help="L1 gate (default 0.5)")
-    parser.add_argument("--weights", help="recompute S with these dimension weights, e.g. visual_integrity=2,assessment_point=14")
-    parser.add_argument("--no-plot", action="store_true", help="do not draw cfeval_levels.png")
-
-
-def cli_report(args: argparse.Namespace) -> int:
-    """``vrforge cfeval report``: 0 on success, 2 on bad input."""
-    from vrforge.fileio import write_bytes_atomic
-
-    try:
-        if not 0 <= args.threshold <= 1:
-            raise CFEvalError(f"--threshold must be within [0, 1], got {args.threshold}")
-        weights = parse_weights(args.weights)
-        runs = [load_run(path) for path in args.runs]
-        report = build_report(runs, args.threshold, weights)
-    except (CFEvalError, metrics.MetricsError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    out = Path(args.out) if args.out else Path.cwd() / "cfeval-report"
-    markdown = report_markdown(report)
-    try:
-        write_bytes_atomic(out / REPORT_JSON, (json.dumps(report, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-        write_bytes_atomic(out / REPORT_MD, markdown.encode("utf-8"))
-        plotted = False if args.no_plot else plot_report(report, out / PLOT_FILE)
-    except OSError as exc:
-        print(f"error: cannot write to {out} ({exc.__class__.__name__}: {exc})", file=sys.stderr)
-        return 2
-    print(markdown.split("\n## ")[0].rstrip())
-    if not args.no_plot and not plotted:
-        print("plot skipped: matplotlib is not installed (pip install 'vrforge[eval]' or matplotlib)", file=sys.stderr)
-    print(f"written to {out}")
-    return 0
-
-
 # --------------------------------------------------------------------------- calibration
 
 
@@ -358,55 +327,3 @@ def calibration_markdown(rows: Sequence[dict[str, Any]], run: Run) -> str:
         out.append(f"| {r['threshold']:.2f} | {_cell(r['accuracy'], 3)} | {_cell(r['precision'], 3)} | {_cell(r['recall'], 3)} | "
                    f"{_cell(r['f1'], 3)} | {r['tp']} | {r['fp']} | {r['fn']} | {r['tn']} |")
     return "\n".join(out) + "\n"
-
-
-def add_calibrate_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``vrforge cfeval calibrate``."""
-    parser.add_argument("run", help="judge output folder (results.json + judgements.jsonl)")
-    parser.add_argument("--human", required=True, help="CSV or JSONL: scenario_id, level, human_pass (0/1) or human_score")
-    parser.add_argument("--out", help="folder for calibration.md / calibration.json (default ./cfeval-calibration)")
-    parser.add_argument("--start", type=float, default=0.3, help="first threshold (default 0.3)")
-    parser.add_argument("--stop", type=float, default=0.7, help="last threshold (default 0.7)")
-    parser.add_argument("--step", type=float, default=0.05, help="threshold step (default 0.05)")
-    parser.add_argument("--human-threshold", type=float, default=0.5, help="human_score counted as pass from here (default 0.5)")
-    parser.add_argument("--levels", help="calibrate on these levels only, e.g. l1 (default all)")
-    parser.add_argument("--weights", help="recompute S with these dimension weights")
-
-
-def cli_calibrate(args: argparse.Namespace) -> int:
-    """``vrforge cfeval calibrate``: 0 on success, 2 on bad input or no image both judged and human-rated."""
-    from vrforge.fileio import write_bytes_atomic
-
-    try:
-        thresholds = metrics.threshold_grid(args.start, args.stop, args.step)
-        levels = parse_levels(args.levels)
-        run = load_run(args.run)
-        human = {k: v for k, v in load_human(args.human, args.human_threshold).items() if k[1] in levels}
-        scores = judged_scores(run, parse_weights(args.weights), statuses=("ok", *ZERO_STATUSES))
-        if any(len(key) == 3 for key in scores):  # several images per prompt: the gate sees the prompt's mean S
-            grouped: dict[tuple[str, str], list[float]] = defaultdict(list)
-            for (sid, level, _), value in scores.items():
-                grouped[(sid, level)].append(value)
-            scores = {key: sum(values) / len(values) for key, values in grouped.items()}
-        common = [k for k in human if k in scores]
-        if not common:
-            raise CFEvalError(f"no image of {args.human} was judged in {run.path} (match on scenario_id and level)")
-    except (CFEvalError, metrics.MetricsError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    rows = metrics.calibration_sweep(scores, human, thresholds)
-    best = max(rows, key=lambda r: (r["f1"] or 0.0, r["accuracy"] or 0.0, -abs(r["threshold"] - metrics.DEFAULT_THRESHOLD)))
-    result = {"model": run.model, "judge": run.judge, "levels": list(levels), "human_file": Path(args.human).name,
-              "human_only": len(human) - len(common), "rows": rows, "best_f1_threshold": best["threshold"]}
-    markdown = calibration_markdown(rows, run)
-    out = Path(args.out) if args.out else Path.cwd() / "cfeval-calibration"
-    try:
-        write_bytes_atomic(out / CALIBRATION_JSON, (json.dumps(result, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-        write_bytes_atomic(out / CALIBRATION_MD, markdown.encode("utf-8"))
-    except OSError as exc:
-        print(f"error: cannot write to {out} ({exc.__class__.__name__}: {exc})", file=sys.stderr)
-        return 2
-    print(markdown.rstrip())
-    print(f"best F1 at threshold {best['threshold']:.2f}; {result['human_only']} human-rated image(s) had no judgement; "
-          f"written to {out}")
-    return 0

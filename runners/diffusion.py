@@ -1,7 +1,7 @@
 """Image generation and editing runners through diffusers: ``vrforge run t2i`` and ``vrforge run tacit-generate``.
 
 This module is the logic (loading, call arguments, the generation loop, the manifest);
-``diffusion_cli`` parses the command line and reads the items.
+``vrforge.commands.run`` parses the command line and reads the items.
 
 - **Loading.** Any diffusers pipeline from a hub id or a local folder with ``from_pretrained``
   (``AutoPipelineForText2Image`` / ``AutoPipelineForImage2Image``, falling back to
@@ -33,7 +33,6 @@ This module is the logic (loading, call arguments, the generation loop, the mani
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import inspect
 import io
@@ -49,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from vrforge import fileio
+from vrforge.errors import UserError, first_line
 from vrforge.fileio import temporary_path, write_bytes_atomic
 from vrforge.runners.items import GenerationItem
 from vrforge.runners.outputs import SettingsMismatch, check_settings
@@ -62,7 +62,7 @@ PNG_COMPRESS_LEVEL = 1  # model outputs are photographic: higher levels cost tim
 PACKAGES = ("torch", "diffusers", "transformers", "accelerate", "vrforge")
 
 
-class RunError(Exception):
+class RunError(UserError):
     """A user mistake (missing model folder, unknown dtype, settings that clash): one line for the user."""
 
 
@@ -175,7 +175,7 @@ def load_pipeline(spec: ModelSpec, kind: str, torch_dtype, progress: bool = True
                 pipe = loader.from_pretrained(target, **kwargs)
             break
         except Exception as exc:  # noqa: BLE001 - the cause is reported on one line below
-            errors.append(f"{loader.__name__}: {exc.__class__.__name__}: {_first_line(exc)}")
+            errors.append(f"{loader.__name__}: {exc.__class__.__name__}: {first_line(exc)}")
     else:
         raise RunError(f"cannot load {spec.model} ({'; '.join(errors)})")
     if kind == "tacit-generate" and "image" not in _call_parameters(pipe):
@@ -217,11 +217,6 @@ def _hub_commit(spec: ModelSpec) -> str | None:
         return None
     parts = Path(found).parts
     return parts[parts.index("snapshots") + 1] if "snapshots" in parts else None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else ""
 
 
 # --------------------------------------------------------------------------- call arguments
@@ -445,7 +440,7 @@ def generate_items(pipe, items: Sequence[GenerationItem], out_dir: Path, *, seed
                     raise
                 for item in batch:
                     generate([item])
-                result.batch_fallback = f"batch of {len(batch)} failed ({exc.__class__.__name__}: {_first_line(exc)})"
+                result.batch_fallback = f"batch of {len(batch)} failed ({exc.__class__.__name__}: {first_line(exc)})"
                 current_size[0] = 1
     finally:
         bar.close()
@@ -547,7 +542,7 @@ def run(config: RunConfig, items: Sequence[GenerationItem], pipe=None, model_inf
             raise
         except Exception as exc:  # noqa: BLE001 - recorded in the manifest, then re-raised
             failure = exc
-            result.failure = f"{exc.__class__.__name__}: {_first_line(exc)}"
+            result.failure = f"{exc.__class__.__name__}: {first_line(exc)}"
     write_json_atomic(out / f".manifest-part-{state.process_index}.json", result.__dict__)
     state.wait_for_everyone()
     manifest: dict[str, Any] = {}
@@ -643,29 +638,3 @@ def _merge_manifest(config: RunConfig, items: Sequence[GenerationItem], previous
         "runs": [*(previous or {}).get("runs", []), this_run],
         "items": entries,
     }
-
-
-# --------------------------------------------------------------------------- command line (runners/diffusion_cli.py)
-
-
-def add_generate_arguments(parser: argparse.ArgumentParser, kind: str) -> None:
-    from vrforge.runners.diffusion_cli import add_generate_arguments as add
-
-    add(parser, kind)
-
-
-def cli_generate(args: argparse.Namespace) -> int:
-    from vrforge.runners.diffusion_cli import cli_generate as generate
-
-    return generate(args)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m vrforge.runners.diffusion {t2i,tacit-generate} ...`` (the same as ``vrforge run``)."""
-    from vrforge.runners.diffusion_cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -32,6 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from vrforge.errors import UserError
 from vrforge.schemas.cfworld import LEVELS, Scenario
 from vrforge.schemas.layout import OUTPUTS_FOLDER, difficulty_rank, output_name
 
@@ -40,7 +41,7 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # becomes a folder name:
 GENERIC_INSTRUCTION = "Solve the puzzle and draw the answer on it."
 
 
-class ItemsError(ValueError):
+class ItemsError(UserError, ValueError):
     """Input that yields no usable items (missing file, malformed scenario, empty set): one line for the user."""
 
 

@@ -55,7 +55,12 @@ def tacit_doc_to_target(doc: dict[str, Any]) -> str:
 
 
 def parse_choice(text: str | None, count: int = 5) -> int | None:
-    """The option position a free-text answer names (None when it names none or several)."""
+    """The presented position named by a free-text answer, or None when it names none or several.
+
+    In order: ``\\boxed{C}``; the last "answer ... C"; a lone "option C" / "choice C"; a reply that
+    is just the letter ("C", "c)", "(C)", "**C**", "<answer>C</answer>"); a reply starting "C)" or
+    "C."; finally a single distinct capital A-E standing alone in the text.
+    """
     if not text or not text.strip():
         return None
     text = text.strip()

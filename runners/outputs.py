@@ -27,6 +27,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, NotRequired, TypedDict
 
+from vrforge.errors import UserError
+
 FORMAT_VERSION = 1
 MANIFEST_FILE = "run_manifest.json"
 RESULTS_FILE = "results.json"
@@ -63,7 +65,7 @@ class Results(TypedDict):
     counts: dict[str, Any]
 
 
-class SettingsMismatch(ValueError):
+class SettingsMismatch(UserError, ValueError):
     """A folder holds outputs made with other settings; the message names every differing key."""
 
 

@@ -1,6 +1,6 @@
 """Scoring of the TACIT generative and discriminative tracks, and the constructive-selective gap.
 
-This module is the logic and the report files; ``scoring_cli`` is the ``vrforge score`` command line.
+This module is the logic and the report files; ``vrforge.commands.score`` is the ``vrforge score`` command line.
 
 Generative track: a model draws an answer image per puzzle, stored under the reference
 release's naming ``model_output/<task>/<difficulty>/<task>_<difficulty>_<NNNN>.png``
@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from vrforge.errors import UserError
+from vrforge.fileio import jsonl_text, write_bytes_atomic, write_json_atomic
 from vrforge.schemas.layout import (
     MAIN_RESOLUTION,
     MANIFEST_FILE,
@@ -61,7 +63,7 @@ SAMPLES_FILE = "samples.jsonl"
 _ROW_COLUMNS = ("id", "task", "difficulty", "index", "meta", "answer_index")
 
 
-class ScoringError(Exception):
+class ScoringError(UserError):
     """Input that cannot be scored (missing folder, no shards, unreadable JSON): one line for the user."""
 
 
@@ -94,12 +96,11 @@ class Report:
 
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         """Write ``results.json`` and ``samples.jsonl`` into ``out_dir`` (atomically); returns both paths."""
-        from vrforge.fileio import write_bytes_atomic
 
         out = Path(out_dir)
         results_path, samples_path = out / RESULTS_FILE, out / SAMPLES_FILE
-        write_bytes_atomic(samples_path, _jsonl(self.samples))
-        write_bytes_atomic(results_path, _json_bytes(self.envelope()))
+        write_bytes_atomic(samples_path, jsonl_text(self.samples).encode("utf-8"))
+        write_json_atomic(results_path, self.envelope(), ensure_ascii=False)
         return results_path, samples_path
 
     def envelope(self) -> dict[str, Any]:
@@ -378,7 +379,6 @@ def read_reference_results(results_json: str | Path) -> list[Any]:
 
 def write_reference_results(path: str | Path, entries: Iterable[Mapping[str, Any]]) -> Path:
     """Write entries in the reference format ``{"results": [{puzzle_id, task, difficulty, correct_index, selected_index}]}``."""
-    from vrforge.fileio import write_bytes_atomic
 
     keys = ("puzzle_id", "task", "difficulty", "correct_index", "selected_index")
     results = []
@@ -388,7 +388,7 @@ def write_reference_results(path: str | Path, entries: Iterable[Mapping[str, Any
             raise ValueError(f"reference result entry lacks {', '.join(missing)}: {dict(entry)!r}")
         results.append({k: entry[k] for k in keys})
     path = Path(path)
-    write_bytes_atomic(path, _json_bytes({"results": results}))
+    write_json_atomic(path, {"results": results}, ensure_ascii=False)
     return path
 
 
@@ -567,14 +567,6 @@ def format_gap(gap: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- I/O helpers
 
 
-def _json_bytes(data: Any) -> bytes:
-    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _jsonl(records: Iterable[Mapping[str, Any]]) -> bytes:
-    return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
-
-
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -586,24 +578,3 @@ def _read_json(path: Path) -> Any:
         raise ScoringError(f"cannot read {path} ({exc.__class__.__name__})") from None
     except json.JSONDecodeError as exc:
         raise ScoringError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
-
-
-# --------------------------------------------------------------------------- CLI (runners/scoring_cli.py)
-
-
-def cli_score_generative(*args: Any, **kwargs: Any) -> int:
-    from vrforge.runners.scoring_cli import cli_score_generative as command
-
-    return command(*args, **kwargs)
-
-
-def cli_score_discriminative(*args: Any, **kwargs: Any) -> int:
-    from vrforge.runners.scoring_cli import cli_score_discriminative as command
-
-    return command(*args, **kwargs)
-
-
-def cli_gap(*args: Any, **kwargs: Any) -> int:
-    from vrforge.runners.scoring_cli import cli_gap as command
-
-    return command(*args, **kwargs)

@@ -38,7 +38,7 @@ from vrforge.runners.vlm_choice import LETTERS, Answer, BackendError, Question, 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
-def _first_line(exc: BaseException) -> str:
+def _error_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{exc.__class__.__name__}: {text[0]}" if text else exc.__class__.__name__
 
@@ -81,8 +81,9 @@ class LikelihoodBackend:
         self.model = loaded
 
     def describe(self) -> dict[str, Any]:
-        described = {"backend": "likelihood", "model": self.model_id, "revision": self.revision, "dtype": self.dtype_name,
-                     "answer_template": self.answer_template, "normalise": self.normalise}
+        described: dict[str, Any] = {"backend": "likelihood", "model": self.model_id, "revision": self.revision,
+                                     "dtype": self.dtype_name, "answer_template": self.answer_template,
+                                     "normalise": self.normalise}
         if self.processor_kwargs:  # only when set, so folders made before the option still resume
             described["processor_kwargs"] = self.processor_kwargs
         return described
@@ -105,26 +106,28 @@ class LikelihoodBackend:
         decoded: list[tuple[int, list[Any]]] = []
         for k, question in enumerate(questions):
             try:
-                decoded.append((k, [pil_image(value) for kind, value in question.parts() if kind == "image"]))
+                decoded.append((k, [pil_image(png) for png in question.images()]))
             except (OSError, ValueError) as exc:  # PIL's decode errors: this puzzle's images only
-                answers[k] = Answer(position=None, error=f"decode: {_first_line(exc)}", failed=True)
+                answers[k] = Answer(position=None, error=f"decode: {_error_line(exc)}", failed=True)
         for start in range(0, len(decoded), self.batch_size):
             chunk = decoded[start:start + self.batch_size]
+            scored: Sequence[list[float] | BaseException]
             try:
                 scored = self.score_questions([questions[k] for k, _ in chunk], [images for _, images in chunk])
             except (RuntimeError, ValueError, IndexError) as exc:  # e.g. out of memory or over the context
                 if len(chunk) == 1:
-                    answers[chunk[0][0]] = Answer(position=None, error=f"model: {_first_line(exc)}", failed=True)
+                    answers[chunk[0][0]] = Answer(position=None, error=f"model: {_error_line(exc)}", failed=True)
                     continue
-                scored = []
+                one_by_one: list[list[float] | BaseException] = []
                 for k, images in chunk:
                     try:
-                        scored.append(self.score_questions([questions[k]], [images])[0])
+                        one_by_one.append(self.score_questions([questions[k]], [images])[0])
                     except (RuntimeError, ValueError, IndexError) as one:
-                        scored.append(one)
+                        one_by_one.append(one)
+                scored = one_by_one
             for (k, _), scores in zip(chunk, scored):
                 if isinstance(scores, BaseException):
-                    answers[k] = Answer(position=None, error=f"model: {_first_line(scores)}", failed=True)
+                    answers[k] = Answer(position=None, error=f"model: {_error_line(scores)}", failed=True)
                     continue
                 finite = [s if math.isfinite(s) else -math.inf for s in scores]
                 best = max(range(len(finite)), key=lambda i: (finite[i], -i))  # ties go to the earlier letter
@@ -298,7 +301,7 @@ def load_vlm(model: str, *, revision: str | None = None, dtype: str = "auto", de
     try:
         processor = transformers.AutoProcessor.from_pretrained(model, **common, **(processor_kwargs or {}))
     except Exception as exc:  # noqa: BLE001 - any loading failure is one line for the user
-        raise BackendError(f"cannot load the processor of {model!r} ({_first_line(exc)})") from None
+        raise BackendError(f"cannot load the processor of {model!r} ({_error_line(exc)})") from None
     tokenizer = getattr(processor, "tokenizer", None)
     if tokenizer is None:
         raise BackendError(f"{model!r}: its processor has no tokenizer (not a vision-language model?)")
@@ -323,14 +326,14 @@ def load_vlm(model: str, *, revision: str | None = None, dtype: str = "auto", de
             loaded = model_class.from_pretrained(model, **load)
             break
         except Exception as exc:  # noqa: BLE001 - every class's failure is listed on one line
-            errors.append(f"{name}: {_first_line(exc)}")
+            errors.append(f"{name}: {_error_line(exc)}")
     else:
         raise BackendError(f"cannot load the model {model!r} ({'; '.join(errors) or 'no model class'})")
     if "device_map" not in load:
         try:
             cast(Any, loaded).to(target)
         except (RuntimeError, ValueError, AssertionError) as exc:
-            raise BackendError(f"cannot move the model to {target!r} ({_first_line(exc)})") from None
+            raise BackendError(f"cannot move the model to {target!r} ({_error_line(exc)})") from None
     loaded.eval()
     return processor, tokenizer, loaded
 
@@ -380,7 +383,7 @@ class VLLMBackend:
             try:
                 engine = LLM(model=model, **(engine_kwargs or {}))
             except Exception as exc:  # noqa: BLE001
-                raise BackendError(f"cannot start vLLM with {model!r} ({_first_line(exc)})") from None
+                raise BackendError(f"cannot start vLLM with {model!r} ({_error_line(exc)})") from None
         if sampling_params is None:
             from vllm import SamplingParams
 
@@ -402,20 +405,20 @@ class VLLMBackend:
         content = [{"type": "image"} if kind == "image" else {"type": "text", "text": value} for kind, value in question.parts()]
         text = self.tokenizer.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
                                                   add_generation_prompt=True)
-        images = [pil_image(value) for kind, value in question.parts() if kind == "image"]
+        images = [pil_image(png) for png in question.images()]
         return {"prompt": text, "multi_modal_data": {"image": images}}
 
     def answer(self, question: Question) -> Answer:
         return self.answer_many([question])[0]
 
     def answer_many(self, questions: Sequence[Question]) -> list[Answer]:
-        answers = []
-        requests = []
+        answers: list[Answer] = []
+        requests: list[dict[str, Any] | Answer] = []
         for question in questions:
             try:
                 requests.append(self.request(question))
             except (OSError, ValueError) as exc:
-                requests.append(Answer(position=None, error=f"decode: {_first_line(exc)}", failed=True))
+                requests.append(Answer(position=None, error=f"decode: {_error_line(exc)}", failed=True))
         ready = [r for r in requests if not isinstance(r, Answer)]
         outputs = iter(self.engine.generate(ready, self.sampling_params, use_tqdm=False) if ready else [])
         for request, question in zip(requests, questions):

@@ -45,35 +45,34 @@ it is the model's answer, counted as no answer (wrong).
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import math
 import os
-import re
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from vrforge.errors import UserError
 from vrforge.fileio import write_bytes_atomic
 from vrforge.runners.concurrency import bounded_map
+
+# one answer parser, shared with the lmms-eval export (that file imports nothing from vrforge)
+from vrforge.runners.lmms_eval_utils import LETTERS as LETTERS
+from vrforge.runners.lmms_eval_utils import parse_choice as parse_choice
 from vrforge.runners.outputs import FORMAT_VERSION, MANIFEST_FILE, SettingsMismatch, check_settings, failure_counts, text_sha256
 from vrforge.runners.scoring import ScoringError, aggregate, dataset_configs, dataset_info, read_rows
 from vrforge.schemas.layout import MAIN_RESOLUTION, difficulty_rank
 from vrforge.types import OPTION_COUNT
 
-LETTERS = "ABCDE"
 PROMPT_VERSION = 1
 RESULTS_FILE = "results.json"
 SAMPLES_FILE = "samples.jsonl"
 RUN_FILE = MANIFEST_FILE
 LEGACY_RUN_FILE = "run.json"
 MAX_CONSECUTIVE_FAILURES = 10  # that many failed puzzles in a row concern every puzzle: the run stops
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 GENERIC_HINT = "the puzzle completed correctly"
 
@@ -89,11 +88,11 @@ def task_hint(task: str) -> str:
         return GENERIC_HINT
 
 
-class ChoiceError(Exception):
+class ChoiceError(UserError):
     """A user mistake (bad dataset, bad option, conflicting resume): one line, exit 2."""
 
 
-class BackendError(Exception):
+class BackendError(UserError):
     """The model cannot be loaded or the endpoint cannot answer at all: one line, the run stops (resumable)."""
 
 
@@ -140,6 +139,14 @@ class Question:
         parts.append(("text", self.ask))
         return parts
 
+    def images(self) -> list[bytes]:
+        """The PNGs of ``parts()`` in the same order: the puzzle, then the options."""
+        return [self.puzzle, *self.options]
+
+    def texts(self) -> list[str]:
+        """The texts of ``parts()`` in the same order."""
+        return [value for kind, value in self.parts() if kind == "text" and isinstance(value, str)]
+
 
 def rotation_order(rotation: int, count: int = OPTION_COUNT) -> list[int]:
     """Original option indices in presented order: position p shows original option (p + rotation) % count."""
@@ -171,48 +178,6 @@ class Backend(Protocol):
 
     def answer(self, question: Question) -> Answer:
         """Raises BackendError only when no further question can be answered either."""
-
-
-_UPPER = r"[A-E](?![A-Za-z0-9])"
-_LOWER = r"[a-e](?=\s*$|[).:,;\]*\"'])"  # a lone lowercase letter must end the text or meet punctuation ("c)")
-_LETTER = rf"(?P<letter>{_UPPER}|{_LOWER})"
-_BOXED = re.compile(rf"\\boxed\{{\s*(?:\\text(?:bf)?\{{\s*)?{_LETTER}")
-_ANSWER = re.compile(rf"(?i:\banswer\b)[^A-Za-z\n]{{0,6}}(?:(?i:is)\s*)?(?:(?i:option)\s*)?[^A-Za-z\n]{{0,4}}{_LETTER}")
-_OPTION = re.compile(rf"(?i:\b(?:option|choice)\b)[^A-Za-z\n]{{0,4}}{_LETTER}")
-_WHOLE = re.compile(rf"^\s*(?:<\w+>)?[\s(\[*\"']*{_LETTER}[\s).:\]*\"']*(?:</\w+>)?\s*$")
-_LEADING = re.compile(rf"^\s*[(\[*]*{_LETTER}\s*[).:\]*]")
-_STANDALONE = re.compile(r"(?<![A-Za-z0-9])[A-E](?![A-Za-z0-9])")
-
-
-def parse_choice(text: str | None, count: int = OPTION_COUNT) -> int | None:
-    """The presented position named by a free-text answer, or None when it names none or several.
-
-    In order: ``\\boxed{C}``; the last "answer ... C"; a lone "option C" / "choice C"; a reply that
-    is just the letter ("C", "c)", "(C)", "**C**", "<answer>C</answer>"); a reply starting "C)" or
-    "C."; finally a single distinct capital A-E standing alone in the text.
-    """
-    if not text or not text.strip():
-        return None
-    text = text.strip()
-    valid = LETTERS[:count]
-
-    def position(letter: str) -> int | None:
-        upper = letter.upper()
-        return valid.index(upper) if upper in valid else None
-
-    for pattern in (_BOXED, _ANSWER):
-        matches = list(pattern.finditer(text))
-        if matches:
-            return position(matches[-1]["letter"])
-    named = {m["letter"].upper() for m in _OPTION.finditer(text)}
-    if len(named) == 1:
-        return position(named.pop())
-    for pattern in (_WHOLE, _LEADING):
-        match = pattern.match(text)
-        if match:
-            return position(match["letter"])
-    standalone = set(_STANDALONE.findall(text))
-    return position(standalone.pop()) if len(standalone) == 1 else None
 
 
 def ask_item(item: Item, backend: Backend, rotations: int) -> dict[str, Any]:
@@ -389,7 +354,7 @@ def _item(row: dict[str, Any], shard: Path) -> Item:
                 png(row["puzzle"], "puzzle"), tuple(options))
 
 
-def pil_image(png: bytes):
+def pil_image(png: bytes) -> Any:
     """Decode one option PNG to RGB (what processors expect)."""
     from PIL import Image
 
@@ -488,7 +453,7 @@ def prompt_hash(tasks: Iterable[str]) -> str:
     texts = {}
     for task in sorted(tasks):
         question = Question(task, b"", (b"",) * OPTION_COUNT)
-        texts[task] = [text for kind, text in question.parts() if kind == "text"]
+        texts[task] = question.texts()
     return text_sha256(texts)
 
 
@@ -564,7 +529,6 @@ def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotati
     With ``world`` > 1 (default from RANK/WORLD_SIZE) this process asks its share; process 0 merges and reports."""
     import time
 
-    from tqdm import tqdm
 
     if rank is None or world is None:
         rank, world = process_ranks()
@@ -594,16 +558,7 @@ def run_choice(dataset: str | Path, backend: Backend, out: str | Path, *, rotati
             leftover.unlink()
         pending = {r["id"] for r in rows
                    if r["id"] not in log.samples or (retry_failed and log.samples[r["id"]].get("status") == "failed")}
-        bar = tqdm(total=len(pending), desc="tacit-choice", unit="puzzle", disable=not progress, dynamic_ncols=True)
-        guard = _FailureGuard()
-        try:
-            items = load_items(dataset, resolution, pending) if pending else iter(())
-            for sample in bounded_map(lambda item: ask_item(item, backend, rotations), items, workers):
-                log.append(sample)
-                bar.update()
-                guard.see(sample)
-        finally:
-            bar.close()
+        _ask(dataset, resolution, pending, backend, rotations, workers, log, tqdm_bar(len(pending), "tacit-choice", progress))
         log.rewrite_sorted()
     finally:
         log.close()
@@ -649,16 +604,8 @@ def _run_rank(dataset: Path, backend: Backend, out: Path, run: dict[str, Any], r
     pending = {pid for pid in mine if pid not in done or (retry_failed and done[pid].get("status") == "failed")}
     log = SampleLog(out / f"samples.rank{rank}.jsonl")
     try:
-        bar = tqdm_bar(len(pending), f"tacit-choice (process {rank} of {world})", progress)
-        guard = _FailureGuard()
-        try:
-            items = load_items(dataset, resolution, pending) if pending else iter(())
-            for sample in bounded_map(lambda item: ask_item(item, backend, rotations), items, workers):
-                log.append(sample)
-                bar.update()
-                guard.see(sample)
-        finally:
-            bar.close()
+        _ask(dataset, resolution, pending, backend, rotations, workers, log,
+             tqdm_bar(len(pending), f"tacit-choice (process {rank} of {world})", progress))
     finally:
         log.close()
     write_bytes_atomic(marker, json.dumps({"rank": rank, "world": world, "run": _run_token()}).encode("utf-8"))
@@ -694,132 +641,22 @@ def _marker_is_current(path: Path, world: int) -> bool:
     return isinstance(data, dict) and data.get("world") == world and data.get("run") == _run_token()
 
 
+def _ask(dataset: Path, resolution: int, pending: set[str], backend: Backend, rotations: int, workers: int,
+         log: SampleLog, bar: Any) -> None:
+    """Asks the pending puzzles (``workers`` at once), each answer appended to ``log`` as it comes; a run of
+    failed puzzles stops the run (``_FailureGuard``)."""
+    guard = _FailureGuard()
+    try:
+        items = load_items(dataset, resolution, pending) if pending else iter(())
+        for sample in bounded_map(lambda item: ask_item(item, backend, rotations), items, workers):
+            log.append(sample)
+            bar.update()
+            guard.see(sample)
+    finally:
+        bar.close()
+
+
 def tqdm_bar(total: int, desc: str, progress: bool) -> Any:
     from tqdm import tqdm
 
     return tqdm(total=total, desc=desc, unit="puzzle", disable=not progress, dynamic_ncols=True)
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``vrforge run tacit-choice``."""
-    parser.add_argument("dataset", help="a built TACIT dataset folder")
-    parser.add_argument("--backend", choices=("likelihood", "openai", "vllm"), default="likelihood",
-                        help="likelihood: option-letter log-likelihood with a transformers VLM; "
-                             "openai: parse the letter from an OpenAI-compatible endpoint's answer; "
-                             "vllm: option-letter logprobs from an offline vLLM engine (extra 'vllm', CUDA)")
-    parser.add_argument("--model", required=True, help="hub id or local folder (likelihood), or the served model name (openai)")
-    parser.add_argument("--out", help="output folder (default ./tacit-choice)")
-    parser.add_argument("--resolution", type=int, help="which configs' images to show (default 1024 px, else the smallest present)")
-    parser.add_argument("--tasks", nargs="+", help="only these tasks")
-    parser.add_argument("--difficulties", nargs="+", help="only these difficulties")
-    parser.add_argument("--limit", type=int, help="at most N puzzles per task and difficulty")
-    parser.add_argument("--no-circular", action="store_true", help="ask each puzzle once, in the original order only")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument("--retry-failed", action="store_true", help="ask again the puzzles that failed in an earlier run")
-    group = parser.add_argument_group("likelihood backend (transformers)")
-    group.add_argument("--revision", help="model revision (branch, tag or commit)")
-    group.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
-    group.add_argument("--device", default="auto", help="auto (GPUs when present, else CPU), cpu, cuda, cuda:1, ...")
-    group.add_argument("--trust-remote-code", action="store_true", help="allow the model repo's own code to run")
-    group.add_argument("--local-files-only", action="store_true", help="never download; use the local cache or folder")
-    group.add_argument("--answer-template", default="{letter}",
-                       help="the continuation scored per option, e.g. '{letter}' or 'The answer is {letter}.'")
-    group.add_argument("--normalise", choices=("mean", "sum"), default="mean",
-                       help="per-token mean (length-normalised) or sum of the continuation's log-likelihood")
-    group.add_argument("--batch-size", type=int, default=5,
-                       help="questions per forward pass (a puzzle's rotations are batched; default 5)")
-    group.add_argument("--processor-kwargs", help="JSON object for the processor, e.g. '{\"max_pixels\": 802816}'")
-    group = parser.add_argument_group("openai backend")
-    group.add_argument("--base-url", help="the endpoint, e.g. http://localhost:8000/v1")
-    group.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
-    group.add_argument("--cache-dir", help="reuse answers to identical requests from this folder")
-    group.add_argument("--max-tokens", type=int, help="answer length cap")
-    group.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
-    group.add_argument("--max-retries", type=int, default=3)
-    group.add_argument("--workers", type=int, default=1, help="puzzles asked in parallel (openai backend)")
-
-
-def _make_backend(args: argparse.Namespace) -> Backend:
-    from vrforge.runners import vlm_backends
-
-    if args.backend == "openai":
-        if not args.base_url:
-            raise ChoiceError("--backend openai needs --base-url (e.g. http://localhost:8000/v1)")
-        if args.max_tokens is not None and args.max_tokens < 1:
-            raise ChoiceError(f"--max-tokens must be at least 1, got {args.max_tokens}")
-        return vlm_backends.OpenAIBackend(args.base_url, args.model, api_key_env=args.api_key_env,
-                                          cache_dir=args.cache_dir, timeout_s=args.timeout,
-                                          max_retries=args.max_retries, max_tokens=args.max_tokens)
-    if args.workers != 1:
-        raise ChoiceError(f"--workers applies to the openai backend; --backend {args.backend} batches with --batch-size")
-    if args.backend == "vllm":
-        return vlm_backends.VLLMBackend(args.model, engine_kwargs={"trust_remote_code": args.trust_remote_code})
-    try:
-        processor_kwargs = json.loads(args.processor_kwargs) if args.processor_kwargs else {}
-    except json.JSONDecodeError as exc:
-        raise ChoiceError(f"--processor-kwargs is not valid JSON ({exc.msg})") from None
-    if not isinstance(processor_kwargs, dict):
-        raise ChoiceError("--processor-kwargs must be a JSON object, e.g. '{\"max_pixels\": 802816}'")
-    return vlm_backends.LikelihoodBackend(args.model, revision=args.revision, dtype=args.dtype, device=args.device,
-                                          trust_remote_code=args.trust_remote_code, local_files_only=args.local_files_only,
-                                          answer_template=args.answer_template, normalise=args.normalise,
-                                          batch_size=args.batch_size, processor_kwargs=processor_kwargs)
-
-
-def _fail(message: str) -> int:
-    print(f"vrforge run tacit-choice: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
-
-
-def _pct(cell: dict[str, Any] | None) -> str:
-    if not cell or cell["accuracy"] is None:
-        return "-"
-    return f"{cell['correct']}/{cell['n']} = {100 * cell['accuracy']:.1f}%"
-
-
-def cli_choice(args: argparse.Namespace) -> int:
-    """``vrforge run tacit-choice DATASET --model M [...]``: ask, write results.json + samples.jsonl, print accuracies."""
-    out = Path(args.out) if args.out else Path.cwd() / "tacit-choice"
-    dataset = Path(args.dataset)
-    if not dataset.is_dir():
-        return _fail(f"no such dataset folder: {dataset}")
-    try:
-        # The dataset selection is checked before a model is built: a typo must not wait for gigabytes to load.
-        plan_rows(dataset, args.resolution, args.tasks, args.difficulties, args.limit)
-        backend = _make_backend(args)
-        result = run_choice(dataset, backend, out, rotations=1 if args.no_circular else OPTION_COUNT,
-                            resolution=args.resolution, tasks=args.tasks, difficulties=args.difficulties,
-                            limit=args.limit, workers=args.workers, progress=not args.quiet,
-                            retry_failed=args.retry_failed)
-    except (ChoiceError, BackendError) as exc:
-        return _fail(str(exc))
-    except OSError as exc:
-        return _fail(f"cannot write into {out} ({exc.__class__.__name__}: {exc})")
-    except KeyboardInterrupt:
-        print(f"\ninterrupted: finished puzzles are kept in {out / SAMPLES_FILE}; run the same command to resume",
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
-    s = result.summary
-    for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
-    print(f"{s['puzzles']} puzzles ({result.asked} asked now, {result.skipped} already done)")
-    print(f"single pass: {_pct(s['single_pass']['overall'])}")
-    if s["circular"] is not None:
-        print(f"circular ({s['rotations']} rotations): {_pct(s['circular']['overall'])}; "
-              f"same option in every rotation: {s['consistent']['count']}/{s['consistent']['n']}")
-    for task, cell in sorted(s["single_pass"]["per_task"].items()):
-        circ = f", circular {_pct(s['circular']['per_task'][task])}" if s["circular"] is not None else ""
-        print(f"  {task}: {_pct(cell)}{circ}")
-    hist = s["position_histogram"]["all_rotations"]
-    print("letters chosen: " + "  ".join(f"{k} {v}" for k, v in hist.items()))
-    print(f"no answer: {s['no_answer']['all_rotations']} of {s['no_answer']['answers']}")
-    failed = s["failed"]
-    if failed["count"]:
-        reasons = ", ".join(f"{k} {v}" for k, v in failed["reasons"].items())
-        print(f"failed puzzles: {failed['count']} ({reasons}); left out of the accuracies, "
-              "--retry-failed asks them again", file=sys.stderr)
-    print(f"wrote {out / RESULTS_FILE} and {SAMPLES_FILE}")
-    return 1 if failed["count"] else 0

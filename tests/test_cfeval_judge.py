@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import base64
 import io
 import json
@@ -17,6 +16,7 @@ from PIL import Image
 from shared_data import external
 
 from tests.fakeopenai import Delay, FakeOpenAI, HttpError
+from vrforge.cli import main
 from vrforge.openai_client import ChatClient, ChatConfig
 from vrforge.runners import cfeval_judge as cj
 from vrforge.runners.cfeval_personas import PERSONAS, PersonaError, parse_persona_spec
@@ -271,17 +271,16 @@ def test_missing_and_unusable_images_score_zero_without_a_request(images):
 # --------------------------------------------------------------------------- CLI and inputs
 
 
-def cli_args(**values) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    cj.add_judge_arguments(parser)
-    argv = []
+def judge_cli(values: dict) -> int:
+    """``vrforge cfeval judge`` with ``--key value`` per entry (``True``: a bare flag)."""
+    argv = ["cfeval", "judge"]
     for key, value in values.items():
         flag = "--" + key.replace("_", "-")
         if value is True:
             argv.append(flag)
         else:
             argv += [flag, str(value)]
-    return parser.parse_args(argv)
+    return main(argv)
 
 
 def write_scenarios(path: Path, scenarios: list[Scenario]) -> Path:
@@ -294,7 +293,7 @@ def test_cli_writes_identical_files_for_identical_runs(images, tmp_path, capsys)
     outputs = []
     for run in ("one", "two"):
         with FakeOpenAI(responder=answer_for) as fake:
-            code = cj.cli_judge(cli_args(scenarios=scenarios, images=images, out=tmp_path / run, base_url=fake.base_url,
+            code = judge_cli(dict(scenarios=scenarios, images=images, out=tmp_path / run, base_url=fake.base_url,
                                          model="judge-vl", label="t2i", no_cache=True, backoff=0, workers=2))
         assert code == 0
         outputs.append(((tmp_path / run / "results.json").read_bytes(), (tmp_path / run / "judgements.jsonl").read_bytes()))
@@ -313,7 +312,7 @@ def test_cli_writes_identical_files_for_identical_runs(images, tmp_path, capsys)
 def test_cli_failure_exit_code(images, tmp_path):
     scenarios = write_scenarios(tmp_path / "scenarios.jsonl", SCENARIOS[:1])
     with FakeOpenAI(answers=["nope"] * 20) as fake:
-        code = cj.cli_judge(cli_args(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
+        code = judge_cli(dict(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
                                      model="m", max_retries=0, backoff=0, levels="l1", no_cache=True))
     assert code == 1
     results = json.loads((tmp_path / "o" / "results.json").read_text())
@@ -332,9 +331,9 @@ def test_cli_bad_input_is_one_line(images, tmp_path, capsys, change, message):
     scenarios = write_scenarios(tmp_path / "scenarios.jsonl", SCENARIOS[:1])
     values = {"scenarios": scenarios, "images": images, "out": tmp_path / "o", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
     values.update(change)
-    assert cj.cli_judge(cli_args(**values)) == 2
+    assert judge_cli(values) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error:") and message in err and "\n" not in err
+    assert err.startswith("vrforge cfeval ") and ": error: " in err and message in err and "\n" not in err
     assert not (tmp_path / "o" / "results.json").exists()
 
 
@@ -379,19 +378,14 @@ JUDGE_X = {("A", "l1"): 0.8, ("A", "l2"): 0.6, ("A", "l3"): 0.3, ("B", "l1"): 0.
            ("C", "l1"): 0.5, ("C", "l2"): 0.2, ("C", "l3"): 0.1}
 
 
-def report_args(*runs: Path, **values) -> argparse.Namespace:
-    from vrforge.runners import cfeval_report as cr
-
-    parser = argparse.ArgumentParser()
-    cr.add_report_arguments(parser)
-    argv = [str(r) for r in runs]
+def report_args(*runs: Path, **values) -> list[str]:
+    argv = ["cfeval", "report", *map(str, runs)]
     for key, value in values.items():
         argv += ["--" + key.replace("_", "-")] + ([] if value is True else [str(value)])
-    return parser.parse_args(argv)
+    return argv
 
 
 def test_report_table_domains_and_agreement(tmp_path, capsys):
-    from vrforge.runners import cfeval_report as cr
 
     judge_y = dict(JUDGE_X)
     judge_y[("A", "l2")] = 0.4
@@ -400,7 +394,7 @@ def test_report_table_domains_and_agreement(tmp_path, capsys):
     y = write_run(tmp_path / "y", "t2i", "judge-y", judge_y)
     z = write_run(tmp_path / "z", "other", "judge-x", {k: 1.0 for k in JUDGE_X})
     out = tmp_path / "report"
-    assert cr.cli_report(report_args(x, y, z, out=out, no_plot=True)) == 0
+    assert main(report_args(x, y, z, out=out, no_plot=True)) == 0
     report = json.loads((out / "report.json").read_text())
     ox = report["models"]["t2i"]["judge-x"]["overall"]
     assert (ox["l1"], ox["l2"], ox["l3"]) == pytest.approx((1.7 / 3, 0.8 / 3, 0.4 / 3))
@@ -446,11 +440,10 @@ def test_report_recomputes_with_other_weights_and_threshold(tmp_path):
 
 def test_report_plot(tmp_path):
     pytest.importorskip("matplotlib")
-    from vrforge.runners import cfeval_report as cr
 
     x = write_run(tmp_path / "x", "t2i", "judge-x", JUDGE_X)
     y = write_run(tmp_path / "y", "t2i", "judge-y", JUDGE_X)
-    assert cr.cli_report(report_args(x, y, out=tmp_path / "r")) == 0
+    assert main(report_args(x, y, out=tmp_path / "r")) == 0
     data = (tmp_path / "r" / "cfeval_levels.png").read_bytes()
     assert data.startswith(b"\x89PNG")
     with Image.open(io.BytesIO(data)) as image:
@@ -458,39 +451,32 @@ def test_report_plot(tmp_path):
 
 
 def test_report_without_matplotlib(tmp_path, monkeypatch, capsys):
-    from vrforge.runners import cfeval_report as cr
 
     monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)
     x = write_run(tmp_path / "x", "t2i", "judge-x", JUDGE_X)
-    assert cr.cli_report(report_args(x, out=tmp_path / "r")) == 0
+    assert main(report_args(x, out=tmp_path / "r")) == 0
     assert "plot skipped: matplotlib is not installed" in capsys.readouterr().err
     assert (tmp_path / "r" / "report.md").exists() and not (tmp_path / "r" / "cfeval_levels.png").exists()
 
 
 def test_report_bad_input(tmp_path, capsys):
-    from vrforge.runners import cfeval_report as cr
 
-    assert cr.cli_report(report_args(tmp_path, out=tmp_path / "r")) == 2
+    assert main(report_args(tmp_path, out=tmp_path / "r")) == 2
     assert "no results.json" in capsys.readouterr().err
     x = write_run(tmp_path / "x", "t2i", "judge-x", JUDGE_X)
-    assert cr.cli_report(report_args(x, x, out=tmp_path / "r")) == 2
+    assert main(report_args(x, x, out=tmp_path / "r")) == 2
     assert "give each pair once" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
 
 
-def calibrate_args(run: Path, **values) -> argparse.Namespace:
-    from vrforge.runners import cfeval_report as cr
-
-    parser = argparse.ArgumentParser()
-    cr.add_calibrate_arguments(parser)
-    argv = [str(run)]
+def calibrate_args(run: Path, **values) -> list[str]:
+    argv = ["cfeval", "calibrate", str(run)]
     for key, value in values.items():
         argv += ["--" + key.replace("_", "-"), str(value)]
-    return parser.parse_args(argv)
+    return argv
 
 
 def test_calibrate(tmp_path, capsys):
-    from vrforge.runners import cfeval_report as cr
 
     judge = {("k1", "l1"): 0.35, ("k2", "l1"): 0.45, ("k3", "l1"): 0.55, ("k4", "l2"): 0.65, ("k5", "l3"): 0.8,
              ("k6", "l1"): None}
@@ -498,7 +484,7 @@ def test_calibrate(tmp_path, capsys):
     human = tmp_path / "human.csv"
     human.write_text("scenario_id,level,human_pass,human_score\nk1,l1,0,\nk2,l1,1,\nk3,l1,,0.9\nk4,l2,,0.2\nk5,l3,true,\n"
                      "k6,l1,1,\nk9,l1,1,\n", encoding="utf-8")
-    assert cr.cli_calibrate(calibrate_args(run, human=human, out=tmp_path / "cal")) == 0
+    assert main(calibrate_args(run, human=human, out=tmp_path / "cal")) == 0
     result = json.loads((tmp_path / "cal" / "calibration.json").read_text())
     rows = {r["threshold"]: r for r in result["rows"]}
     assert [r["threshold"] for r in result["rows"]] == [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7]
@@ -511,7 +497,7 @@ def test_calibrate(tmp_path, capsys):
     # JSONL and a level filter
     jsonl = tmp_path / "human.jsonl"
     jsonl.write_text('{"scenario_id": "k1", "level": "l1", "human_pass": 0}\n{"scenario_id": "k4", "level": "l2", "human_pass": 1}\n')
-    assert cr.cli_calibrate(calibrate_args(run, human=jsonl, out=tmp_path / "cal2", levels="l1")) == 0
+    assert main(calibrate_args(run, human=jsonl, out=tmp_path / "cal2", levels="l1")) == 0
     assert json.loads((tmp_path / "cal2" / "calibration.json").read_text())["rows"][0]["n"] == 1
 
 
@@ -523,14 +509,13 @@ def test_calibrate(tmp_path, capsys):
     ("scenario_id,level,human_pass\nzz,l1,1\n", "no image of"),
 ])
 def test_calibrate_bad_input(tmp_path, capsys, content, message):
-    from vrforge.runners import cfeval_report as cr
 
     run = write_run(tmp_path / "x", "t2i", "judge-x", {("k1", "l1"): 0.5})
     human = tmp_path / "human.csv"
     human.write_text(content, encoding="utf-8")
-    assert cr.cli_calibrate(calibrate_args(run, human=human, out=tmp_path / "cal")) == 2
+    assert main(calibrate_args(run, human=human, out=tmp_path / "cal")) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error:") and message in err and "\n" not in err
+    assert err.startswith("vrforge cfeval ") and ": error: " in err and message in err and "\n" not in err
 
 
 # --------------------------------------------------------------------------- failures and interrupts
@@ -575,7 +560,7 @@ def test_ctrl_c_stops_the_judge_after_the_requests_in_flight(tmp_path):
 def test_an_endpoint_that_refuses_every_request_stops_the_judge(images, tmp_path, capsys):
     scenarios = write_scenarios(tmp_path / "scenarios.jsonl", SCENARIOS)
     with FakeOpenAI(answers=[HttpError(401, json.dumps({"error": {"message": "bad key"}}))] * 9) as fake:
-        code = cj.cli_judge(cli_args(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
+        code = judge_cli(dict(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
                                      model="m", max_retries=0, backoff=0, no_cache=True, workers=1))
     assert code == 2 and len(fake.requests) == 1
     assert "HTTP 401" in capsys.readouterr().err and not (tmp_path / "o" / "results.json").exists()
@@ -589,7 +574,7 @@ def test_an_http_400_for_one_image_is_a_failed_image_and_the_judge_goes_on(image
         return HttpError(400, json.dumps({"error": {"message": "image too large"}})) if level == "l2" else answer_for(request)
 
     with FakeOpenAI(responder=responder) as fake:
-        code = cj.cli_judge(cli_args(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
+        code = judge_cli(dict(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
                                      model="m", max_retries=0, backoff=0, no_cache=True, workers=1))
     assert code == 1 and len(fake.requests) == 3
     results = json.loads((tmp_path / "o" / "results.json").read_text())
@@ -603,7 +588,7 @@ def test_an_http_400_for_one_image_is_a_failed_image_and_the_judge_goes_on(image
 def test_levels_without_l1_are_refused(images, tmp_path, capsys):
     scenarios = write_scenarios(tmp_path / "scenarios.jsonl", SCENARIOS)
     with FakeOpenAI(responder=answer_for) as fake:
-        code = cj.cli_judge(cli_args(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
+        code = judge_cli(dict(scenarios=scenarios, images=images, out=tmp_path / "o", base_url=fake.base_url,
                                      model="m", levels="l2", no_cache=True))
         with pytest.raises(cj.CFEvalError, match="leaves out l1"):
             cj.judge_run(client_for(fake), SCENARIOS, images, cj.JudgeSettings(levels=("l2", "l3"), workers=1))
@@ -612,20 +597,19 @@ def test_levels_without_l1_are_refused(images, tmp_path, capsys):
 
 
 def test_a_report_cannot_ungate_scenarios_whose_l2_l3_were_never_judged(tmp_path, capsys):
-    from vrforge.runners import cfeval_report as cr
 
     scores = dict(JUDGE_X)
     scores[("B", "l2")] = scores[("B", "l3")] = None  # B (S_L1 0.4) was gated at 0.5 and never judged
     run = write_run(tmp_path / "x", "t2i", "judge-x", scores, {("B", "l2"): "gated", ("B", "l3"): "gated"})
-    assert cr.cli_report(report_args(run, out=tmp_path / "r1", no_plot=True)) == 0  # the judge's threshold
-    assert cr.cli_report(report_args(run, out=tmp_path / "r2", no_plot=True, threshold=0.6)) == 0  # gates more
-    assert cr.cli_report(report_args(run, out=tmp_path / "r3", no_plot=True, threshold=0.3)) == 2
+    assert main(report_args(run, out=tmp_path / "r1", no_plot=True)) == 0  # the judge's threshold
+    assert main(report_args(run, out=tmp_path / "r2", no_plot=True, threshold=0.6)) == 0  # gates more
+    assert main(report_args(run, out=tmp_path / "r3", no_plot=True, threshold=0.3)) == 2
     err = capsys.readouterr().err
     assert "1 scenario(s) pass the gate whose L2/L3 were never judged" in err and "e.g. B" in err
     assert not (tmp_path / "r3").exists()
 
     no_l1 = write_run(tmp_path / "y", "t2i", "judge-y", {k: v for k, v in JUDGE_X.items() if k[1] != "l1"})
-    assert cr.cli_report(report_args(no_l1, out=tmp_path / "r4", no_plot=True)) == 2
+    assert main(report_args(no_l1, out=tmp_path / "r4", no_plot=True)) == 2
     assert "no L1 judgement" in capsys.readouterr().err
 
 

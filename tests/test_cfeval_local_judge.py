@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -21,6 +20,7 @@ from _tiny_vlm import build_tiny_llava  # noqa: E402
 from fakeopenai import FakeOpenAI  # noqa: E402
 from PIL import Image  # noqa: E402
 
+from vrforge.cli import main  # noqa: E402
 from vrforge.openai_client import ChatClient, ChatConfig, ChatError, request_hash  # noqa: E402
 from vrforge.runners import cfeval_judge as cj  # noqa: E402
 from vrforge.runners.cfeval_local import (  # noqa: E402
@@ -116,12 +116,10 @@ def use_generation(monkeypatch, generation: ScriptedGeneration) -> None:
 
 
 def run_cli(**values) -> int:
-    parser = argparse.ArgumentParser()
-    cj.add_judge_arguments(parser)
-    argv = []
+    argv = ["cfeval", "judge"]
     for key, value in values.items():
         argv += ["--" + key.replace("_", "-")] + ([] if value is True else [str(value)])
-    return cj.cli_judge(parser.parse_args(argv))
+    return main(argv)
 
 
 def local_cli(tiny_judge: Path, scenarios: Path, images: Path, out: Path, **values) -> int:
@@ -321,5 +319,5 @@ def test_bad_input_is_one_line(tiny_judge, scenarios_file, images, tmp_path, cap
     args.update({k: str(v).format(missing=tmp_path / "missing", empty=tmp_path / "empty") for k, v in values.items()})
     assert run_cli(**args) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error:") and message in err and "\n" not in err
+    assert err.startswith("vrforge cfeval judge: error: ") and message in err and "\n" not in err
     assert not (tmp_path / "o" / "results.json").exists()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from pathlib import Path
@@ -17,12 +16,11 @@ from vrforge.builds.cfworld_build import (
     CfworldBuildError,
     audit_cfworld,
     build_cfworld,
-    cli_audit_cfworld,
-    cli_build_cfworld,
     load_cfworld_recipe,
     read_seed_scenarios,
     recipe_kind,
 )
+from vrforge.cli import main
 from vrforge.fileio import sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,7 +164,7 @@ def test_audit_passes_and_publish_plan_accepts_the_folder(built, tmp_path):
     plan = plan_upload(copy, "org/cfworld")
     assert plan.tag == "v0.0.1" and ("data/scenarios/test-00000-of-00001.parquet" in dict(plan.files))
     (copy / "data" / "rule_decoupling" / "test-00000-of-00001.parquet").write_bytes(b"tampered")
-    assert cli_audit_cfworld(str(copy)) == 1
+    assert main(["audit", str(copy)]) == 1
 
 
 def test_limit_keeps_the_first_scenarios(tmp_path):
@@ -177,8 +175,7 @@ def test_limit_keeps_the_first_scenarios(tmp_path):
 
 def test_cli_builds_and_reports(tmp_path, capsys):
     recipe = write_fixture(tmp_path, RECIPE + 'configs = ["rule_decoupling", "denominalized"]\n')
-    args = argparse.Namespace(recipe=str(recipe), out=str(tmp_path / "ds"), limit=None, resolutions=None, quiet=False)
-    assert cli_build_cfworld(args) == 0
+    assert main(["build", str(recipe), "--out", str(tmp_path / "ds")]) == 0
     out = capsys.readouterr().out
     assert "rule_decoupling 198" in out and "1 L2 prompts left unchanged" in out
     assert card_configs((tmp_path / "ds" / "README.md").read_text(encoding="utf-8")).keys() == {"rule_decoupling", "denominalized"}
@@ -191,13 +188,12 @@ def test_cli_builds_and_reports(tmp_path, capsys):
     ('kind = "cfworld"\nname = "x"\nversion = "1"\nconfigs = ["scenes"]\n', "unknown config 'scenes'"),
     ('kind = "cfworld"\nname = "x"\nversion = "1"\nconfigs = []\n', "non-empty list"),
     ('kind = "cfworld"\nname = "x"\nversion = "1"\nseeds = "nowhere"\n', "no seed folder"),
-    ('kind = "tacit"\nname = "x"\nversion = "1"\n', "'kind' must be"),
+    ('kind = "tacit"\nname = "x"\nversion = "1"\n', "unknown key(s) kind"),  # read as a TACIT recipe
 ])
 def test_malformed_recipe_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, text, message):
     recipe = tmp_path / "bad.toml"
     recipe.write_text(text, encoding="utf-8")
-    args = argparse.Namespace(recipe=str(recipe), out=str(tmp_path / "out"), limit=None, resolutions=None, quiet=True)
-    assert cli_build_cfworld(args) == 2
+    assert main(["build", str(recipe), "--out", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
@@ -234,3 +230,10 @@ def test_recipe_kind_dispatch(tmp_path):
     release = load_cfworld_recipe(ROOT / "builds" / "recipes" / "cfworld-v0.2.0.toml")
     assert release.configs == CONFIGS and release.seeds is None and release.lexicon is None
     assert release.name == "cfworld" and release.version == "0.2.0"
+
+
+def test_a_recipe_of_another_kind_is_refused_by_the_cfworld_loader(tmp_path):
+    recipe = tmp_path / "tacit.toml"
+    recipe.write_text('kind = "tacit"\nname = "x"\nversion = "1"\n', encoding="utf-8")
+    with pytest.raises(CfworldBuildError, match="'kind' must be"):
+        load_cfworld_recipe(recipe)

@@ -1,6 +1,5 @@
 """Drafting CF-World scenarios through the real HTTP client against a scripted loopback endpoint."""
 
-import argparse
 import dataclasses
 import hashlib
 import json
@@ -9,6 +8,7 @@ import pytest
 from _cfworld_fixtures import FALL_LAW, FALL_LEVELS, MIRROR_LAW, MIRROR_LEVELS, law, mirror, small_bank
 from fakeopenai import Delay, FakeOpenAI, HttpError, Refusal
 
+from vrforge.cli import main
 from vrforge.generators.cfworld import draft as D
 from vrforge.openai_client import ChatClient, ChatConfig
 from vrforge.schemas.cfworld import DIMENSIONS, LEVELS
@@ -154,10 +154,8 @@ def test_resume_skips_laws_already_drafted_or_rejected(tmp_path):
 
 # ----------------------------------------------------------------------------- CLI
 
-def parse(argv):
-    parser = argparse.ArgumentParser()
-    D.add_draft_arguments(parser)
-    return parser.parse_args(argv)
+def draft(argv):
+    return main(["cfworld", "draft", *argv])
 
 
 @pytest.fixture
@@ -171,7 +169,7 @@ def test_cli_drafts_selected_laws_and_prints_one_summary_line(tmp_path, bank, ca
     with FakeOpenAI(responder=by_law) as fake:
         argv = ["--model", "fake-llm", "--base-url", fake.base_url, "--api-key-env", "VRFORGE_TEST_KEY", "--domain", "physics",
                 "--laws", str(laws_dir), "--seeds", str(seeds_dir), "--out", str(tmp_path / "out"), "--backoff", "0"]
-        assert D.cli_draft(parse(argv)) == 0
+        assert draft(argv) == 0
     assert fake.headers[0]["authorization"] == "Bearer sk-test"
     out = capsys.readouterr().out.strip()
     assert out.startswith("2 laws: 2 accepted, 0 rejected (none), 0 already done;") and "\n" not in out
@@ -182,12 +180,12 @@ def test_cli_drafts_selected_laws_and_prints_one_summary_line(tmp_path, bank, ca
 def test_cli_errors_are_one_line(tmp_path, bank, capsys):
     laws_dir, seeds_dir = bank
     base = ["--model", "m", "--laws", str(laws_dir), "--seeds", str(seeds_dir), "--out", str(tmp_path / "out")]
-    assert D.cli_draft(parse(base + ["--law-id", "optics-nothing"])) == 2
-    assert capsys.readouterr().err.strip() == "error: unknown law id(s): optics-nothing"
-    assert D.cli_draft(parse(["--model", "m", "--laws", str(tmp_path / "absent"), "--out", str(tmp_path / "out")])) == 2
+    assert draft(base + ["--law-id", "optics-nothing"]) == 2
+    assert capsys.readouterr().err.strip() == "vrforge cfworld draft: error: unknown law id(s): optics-nothing"
+    assert draft(["--model", "m", "--laws", str(tmp_path / "absent"), "--out", str(tmp_path / "out")]) == 2
     assert "no such folder" in capsys.readouterr().err
     with FakeOpenAI(answers=[HttpError(401)]) as fake:
-        assert D.cli_draft(parse(base + ["--base-url", fake.base_url, "--law-id", MIRROR.id, "--backoff", "0"])) == 2
+        assert draft(base + ["--base-url", fake.base_url, "--law-id", MIRROR.id, "--backoff", "0"]) == 2
     err = capsys.readouterr().err
-    assert f"error: {MIRROR.id}: http: HTTP 401" in err and "a rerun resumes here" in err
+    assert f"vrforge cfworld draft: error: {MIRROR.id}: http: HTTP 401" in err and "a rerun resumes here" in err
     assert records(tmp_path / "out" / "rejections.jsonl") == [] and records(tmp_path / "out" / "drafts.jsonl") == []

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from shared_data import external
 
-from vrforge.generators.cfworld.importer import ProbeRecord, ReleaseError, cli_import, import_release
+from vrforge.cli import main
+from vrforge.generators.cfworld.importer import ProbeRecord, ReleaseError, import_release
 from vrforge.schemas.cfworld import DIMENSIONS, Scenario, cfworld_features, scenario_schema_errors
 
 RELEASE = external("cf-world")
@@ -272,11 +273,11 @@ def test_features_encode_scenarios(report):
 
 @needs_release
 def test_cli_import_writes_deterministic_jsonl(tmp_path, capsys):
-    assert cli_import(str(RELEASE), str(tmp_path / "a")) == 0
+    assert main(["cfworld", "import", str(RELEASE), "--out", str(tmp_path / "a")]) == 0
     out = capsys.readouterr().out
     assert "prompt/physics/Classical Mechanics.json: 259 scenarios read, 259 imported, 0 rejected" in out
     assert "1092 scenarios, 10886 questions, 1516 probes; 2 rejected (unknown question_type 2)" in out
-    assert cli_import(str(RELEASE), str(tmp_path / "b")) == 0
+    assert main(["cfworld", "import", str(RELEASE), "--out", str(tmp_path / "b")]) == 0
     for name in ("scenarios.jsonl", "probes.jsonl", "import_report.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
     lines = (tmp_path / "a" / "scenarios.jsonl").read_text(encoding="utf-8").splitlines()
@@ -300,9 +301,9 @@ GOOD = {"id": "0", "category": "Metabolism", "prompt_l1": "a", "ap_l1": "b", "pr
 
 
 def test_missing_path_is_one_clear_line(tmp_path, capsys):
-    assert cli_import(str(tmp_path / "nowhere"), str(tmp_path / "out")) == 2
+    assert main(["cfworld", "import", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and "no such file or directory" in err
+    assert err.startswith("vrforge cfworld import: error: ") and "no such file or directory" in err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "out").exists()
     with pytest.raises(ReleaseError):
@@ -312,9 +313,9 @@ def test_missing_path_is_one_clear_line(tmp_path, capsys):
 def test_malformed_json_is_one_clear_line(tmp_path, capsys):
     root = _mini_release(tmp_path / "rel", [GOOD])
     (root / "prompt" / "Biology.json").write_text('[{"id": "0",', encoding="utf-8")
-    assert cli_import(str(root), str(tmp_path / "out")) == 2
+    assert main(["cfworld", "import", str(root), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: prompt/Biology.json: malformed JSON (line 1")
+    assert err.startswith("vrforge cfworld import: error: prompt/Biology.json: malformed JSON (line 1")
     assert err.count("\n") == 1 and "Traceback" not in err
     (root / "prompt" / "Biology.json").write_text('{"id": "0"}', encoding="utf-8")
     with pytest.raises(ReleaseError, match="expected a JSON list"):

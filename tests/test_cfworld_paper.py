@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from shared_data import require_external
 
+from vrforge.cli import main
 from vrforge.runners import cfeval_metrics as m
 
 JUDGES = ("qwen", "gemini")
@@ -55,7 +56,6 @@ def test_calibration_report_has_the_published_table_shape(tmp_path):
     accuracy and F1 peak at 0.5 and fall off on both sides."""
     from test_cfeval_judge import calibrate_args, write_run
 
-    from vrforge.runners import cfeval_report as cr
 
     published = _rows("gate_calibration_table.csv")
     thresholds = [float(r["threshold"]) for r in published]
@@ -68,7 +68,7 @@ def test_calibration_report_has_the_published_table_shape(tmp_path):
         human.append(f"s{i:03d},l1,{int((s >= 0.5) != (i % 25 == 0))}")
     run = write_run(tmp_path / "run", "t2i", "judge", scores)
     (tmp_path / "human.csv").write_text("scenario_id,level,human_pass\n" + "\n".join(human) + "\n", encoding="utf-8")
-    assert cr.cli_calibrate(calibrate_args(run, human=tmp_path / "human.csv", out=tmp_path / "cal",
+    assert main(calibrate_args(run, human=tmp_path / "human.csv", out=tmp_path / "cal",
                                            start=0.3, stop=0.7, step=0.1)) == 0
     ours = json.loads((tmp_path / "cal" / "calibration.json").read_text())["rows"]
     assert [r["threshold"] for r in ours] == thresholds and all(r["n"] == 150 for r in ours)

@@ -3,13 +3,12 @@
 import csv
 import dataclasses
 import json
-from argparse import Namespace
 
 import pytest
 from _cfworld_fixtures import fall, mirror, small_bank
 
+from vrforge.cli import main
 from vrforge.generators.cfworld.jsonl import read_scenarios, write_scenarios
-from vrforge.generators.cfworld.review import cli_review_export, cli_review_import
 from vrforge.schemas.cfworld import Provenance
 
 HASH = "ab" * 32
@@ -29,11 +28,11 @@ def drafts(tmp_path):
 
 
 def export(drafts, out):
-    return cli_review_export(Namespace(drafts=str(drafts), out=str(out)))
+    return main(["cfworld", "review-export", str(drafts), "--out", str(out)])
 
 
-def review_import(drafts, decisions, **extra):
-    return cli_review_import(Namespace(drafts=str(drafts), decisions=str(decisions), out=None, laws=None, **extra))
+def review_import(drafts, decisions):
+    return main(["cfworld", "review-import", str(drafts), str(decisions)])
 
 
 def write_rows(path, rows):
@@ -82,8 +81,7 @@ def test_csv_decisions_and_edit_keeps_the_scenario_pending(drafts, tmp_path):
         writer.writeheader()
         writer.writerows(rows)
     out = tmp_path / "reviewed.jsonl"
-    assert cli_review_import(Namespace(drafts=str(drafts), decisions=str(tmp_path / "decisions.csv"), out=str(out),
-                                       laws=None)) == 0
+    assert main(["cfworld", "review-import", str(drafts), str(tmp_path / "decisions.csv"), "--out", str(out)]) == 0
     edited = {s.id: s for s in read_scenarios(out)}[mirror().id]
     assert edited.provenance.review_status == "needs_review" and edited.provenance.flags == ("edited",)
     assert "pitch black and dull" in edited.levels["l2"].prompt  # whitespace normalised
@@ -125,7 +123,6 @@ def test_edits_are_validated_against_the_law_bank(drafts, tmp_path, capsys):
     laws_dir, _ = small_bank(tmp_path)
     rows = [{"id": mirror().id, "decision": "approve", "l3_prompt": mirror().levels["l3"].prompt + " It is a dark mirror."}]
     write_rows(tmp_path / "decisions.jsonl", rows)
-    assert cli_review_import(Namespace(drafts=str(drafts), decisions=str(tmp_path / "decisions.jsonl"), out=None,
-                                       laws=str(laws_dir))) == 2
+    assert main(["cfworld", "review-import", str(drafts), str(tmp_path / "decisions.jsonl"), "--laws", str(laws_dir)]) == 2
     assert "leak (outcome terms): the L3 prompt contains 'dark mirror'" in capsys.readouterr().err
     assert review_import(drafts, tmp_path / "decisions.jsonl") == 0  # without the law's outcome terms the lexical rule passes it

@@ -21,6 +21,7 @@ from PIL import Image  # noqa: E402
 from shared_data import external  # noqa: E402
 
 from vrforge import registry  # noqa: E402
+from vrforge.cli import main  # noqa: E402
 from vrforge.registry import get_task  # noqa: E402
 from vrforge.runners import diffusion  # noqa: E402
 from vrforge.runners.diffusion import (  # noqa: E402
@@ -64,7 +65,7 @@ def prompts_file(tmp_path_factory) -> Path:
 
 
 def run_cli(*argv: str) -> int:
-    return diffusion.main([str(a) for a in argv])
+    return main(["run", *map(str, argv)])
 
 
 @pytest.fixture(scope="module")
@@ -426,8 +427,8 @@ def test_two_processes_split_the_items_and_merge_one_manifest(tiny_model, prompt
     import sys
 
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "vrforge.runners.diffusion",
-               "t2i", str(prompts_file), "--model", str(tiny_model), "--out", str(out), "--batch-size", "3", *BASE]
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "vrforge.cli",
+               "run", "t2i", str(prompts_file), "--model", str(tiny_model), "--out", str(out), "--batch-size", "3", *BASE]
     subprocess.run(command, check=True, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
     manifest = json.loads((out / MANIFEST_FILE).read_text())
     assert manifest["runs"][-1]["processes"] == 2 and manifest["runs"][-1]["generated"] == 6

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import base64
 import io
 import json
@@ -23,6 +22,7 @@ from fakeopenai import FakeOpenAI, HttpError, Refusal  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from vrforge import registry  # noqa: E402
+from vrforge.cli import main  # noqa: E402
 from vrforge.registry import get_task  # noqa: E402
 from vrforge.runners.scoring import score_discriminative  # noqa: E402
 from vrforge.runners.vlm_choice import (  # noqa: E402
@@ -32,8 +32,6 @@ from vrforge.runners.vlm_choice import (  # noqa: E402
     ChoiceError,
     Item,
     Question,
-    add_arguments,
-    cli_choice,
     parse_choice,
     question_for,
     rotation_order,
@@ -237,9 +235,7 @@ def test_the_guard_stops_after_consecutive_failures(dataset, tmp_path, monkeypat
 
 
 def _cli(*argv: str) -> int:
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    return cli_choice(parser.parse_args(list(argv)))
+    return main(["run", "tacit-choice", *argv])
 
 
 @pytest.mark.parametrize("argv, message", [

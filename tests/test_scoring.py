@@ -8,12 +8,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from vrforge.cli import main
 from vrforge.runners import scoring
 from vrforge.runners.scoring import (
     ScoringError,
-    cli_gap,
-    cli_score_discriminative,
-    cli_score_generative,
     constructive_selective_gap,
     load_report,
     output_name,
@@ -249,34 +247,35 @@ def test_constructive_selective_gap(scoring_dataset, rows, model_output, tmp_pat
 
 
 def test_cli_functions(scoring_dataset, rows, model_output, tmp_path, capsys):
-    assert cli_score_generative(str(scoring_dataset), str(model_output), out=str(tmp_path / "g"), quiet=True) == 0
+    assert main(["score", "generative", str(scoring_dataset), str(model_output), "--out", str(tmp_path / "g"), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "overall: 3/8 = 37.5%" in out and "missing outputs: 1, unusable images: 1" in out
     ref = write_reference_results(tmp_path / "ref.json", [e for e in _disc_entries(rows) if isinstance(e, dict)])
-    assert cli_score_discriminative(str(scoring_dataset), str(ref), out=str(tmp_path / "d")) == 0
+    assert main(["score", "discriminative", str(scoring_dataset), str(ref), "--out", str(tmp_path / "d")]) == 0
     assert "3 rejected" in capsys.readouterr().out
-    assert cli_gap(str(tmp_path / "g" / "results.json"), str(tmp_path / "d" / "results.json"),
-                   out=str(tmp_path / "gap.json")) == 0
+    assert main(["score", "gap", str(tmp_path / "g" / "results.json"), str(tmp_path / "d" / "results.json"),
+                 "--out", str(tmp_path / "gap.json")]) == 0
     out = capsys.readouterr().out
     assert "overall" in out and "+20.0pp" in out
     assert json.loads((tmp_path / "gap.json").read_text())["overall"]["gap"] == 0.2
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda t, ds, mo: cli_score_generative(str(t / "nope"), str(mo), out=str(t / "o"), quiet=True), "no such dataset folder"),
-    (lambda t, ds, mo: cli_score_generative(str(ds), str(t / "nope"), out=str(t / "o"), quiet=True), "no such outputs folder"),
-    (lambda t, ds, mo: cli_score_discriminative(str(ds), str(t / "bad.json"), out=str(t / "o")), "not valid JSON"),
-    (lambda t, ds, mo: cli_score_discriminative(str(ds), str(t / "list.json"), out=str(t / "o")), "reference format"),
-    (lambda t, ds, mo: cli_score_discriminative(str(ds), str(t / "absent.json"), out=str(t / "o")), "no such file"),
-    (lambda t, ds, mo: cli_gap(str(t / "bad.json"), str(t / "list.json")), "not valid JSON"),
-    (lambda t, ds, mo: cli_gap(str(t / "list.json"), str(t / "list.json")), "not a vrforge score results.json"),
+@pytest.mark.parametrize("argv, message", [
+    (lambda t, ds, mo: ["generative", t / "nope", mo, "--out", t / "o", "--quiet"], "no such dataset folder"),
+    (lambda t, ds, mo: ["generative", ds, t / "nope", "--out", t / "o", "--quiet"], "no such outputs folder"),
+    (lambda t, ds, mo: ["discriminative", ds, t / "bad.json", "--out", t / "o"], "not valid JSON"),
+    (lambda t, ds, mo: ["discriminative", ds, t / "list.json", "--out", t / "o"], "reference format"),
+    (lambda t, ds, mo: ["discriminative", ds, t / "absent.json", "--out", t / "o"], "no such file"),
+    (lambda t, ds, mo: ["gap", t / "bad.json", t / "list.json"], "not valid JSON"),
+    (lambda t, ds, mo: ["gap", t / "list.json", t / "list.json"], "not a vrforge score results.json"),
 ])
-def test_cli_errors_are_one_line(call, message, scoring_dataset, model_output, tmp_path, capsys):
+def test_cli_errors_are_one_line(argv, message, scoring_dataset, model_output, tmp_path, capsys):
     (tmp_path / "bad.json").write_text("{not json")
     (tmp_path / "list.json").write_text("[1, 2]")
-    assert call(tmp_path, scoring_dataset, model_output) == 2
+    assert main(["score", *map(str, argv(tmp_path, scoring_dataset, model_output))]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("vrforge score ") and ": error: " in err
     assert not (tmp_path / "o").exists()
 
 

@@ -15,3 +15,9 @@ EXIT_INTERRUPTED = 130
 
 class UserError(Exception):
     """Anything the user can fix (a bad flag, a missing file, a malformed input): one line, exit 2."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message: what a one-line report of a failure shows."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""

@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,11 @@ def write_text_atomic(path: Path, text: str, unique: bool = False) -> None:
 def json_text(data: Any, ensure_ascii: bool = True) -> str:
     """The one JSON layout of written files: indented, sorted keys, a final newline."""
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=ensure_ascii) + "\n"
+
+
+def jsonl_text(records: Iterable[Any], ensure_ascii: bool = False) -> str:
+    """The one JSON Lines layout: one sorted-key object per line."""
+    return "".join(json.dumps(r, sort_keys=True, ensure_ascii=ensure_ascii) + "\n" for r in records)
 
 
 def write_json_atomic(path: Path, data: Any, ensure_ascii: bool = True, unique: bool = False) -> None:

@@ -33,8 +33,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from vrforge.generators.cfworld.jsonl import ScenarioFileError, read_records, read_scenarios, write_records, write_scenarios
-from vrforge.generators.cfworld.lawbank import Law, LawBankError, load_laws, load_seed_scenarios
+from vrforge.errors import UserError
+from vrforge.generators.cfworld.jsonl import read_records, read_scenarios, write_records, write_scenarios
+from vrforge.generators.cfworld.lawbank import Law, load_seed_scenarios
 from vrforge.generators.cfworld.validation import validate_scenario
 from vrforge.schemas.cfworld import DIMENSIONS, DOMAINS, LEVELS, Level, Provenance, Question, Scenario
 
@@ -73,7 +74,7 @@ consistently (no part obeying the other law)?
 """
 
 
-class DraftError(ValueError):
+class DraftError(UserError, ValueError):
     """The drafting run cannot start or go on; the message is one line."""
 
 
@@ -238,7 +239,7 @@ def select_laws(laws: list[Law], domain: str | None, law_ids: list[str] | None) 
     return [law for law in laws if (domain is None or law.domain == domain) and (not law_ids or law.id in law_ids)]
 
 
-def _seeds(folder: str | None, laws: list[Law]) -> list[Scenario]:
+def seed_examples(folder: str | None, laws: list[Law]) -> list[Scenario]:
     """The curated seeds as examples and duplicate references (schema and law match only: drafting needs no more)."""
     path = Path(folder) if folder is not None else None
     if path is None and not (Path(__file__).resolve().parent / "seeds").is_dir():
@@ -246,68 +247,5 @@ def _seeds(folder: str | None, laws: list[Law]) -> list[Scenario]:
     return load_seed_scenarios(path, laws, validate=False)
 
 
-def cli_draft(args: Any) -> int:
-    """``vrforge cfworld draft --model M [--base-url URL] [--domain D] [--law-id ID ...] [--limit N] [--out DIR] ...``."""
-    from vrforge.openai_client import ChatClient, ChatConfig
 
-    out = Path(args.out)
-    try:
-        laws = load_laws(args.laws)
-        selected = select_laws(laws, args.domain, args.law_id)
-        seeds = _seeds(args.seeds, laws)
-        existing = [s for path in (args.existing or ()) for s in read_scenarios(Path(path))]
-        config = ChatConfig(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env, timeout_s=args.timeout,
-                            max_retries=args.max_retries, backoff_s=args.backoff, temperature=args.temperature,
-                            max_tokens=args.max_tokens, seed=args.seed)
-        cache_dir = None if args.no_cache else Path(args.cache_dir) if args.cache_dir else out / "cache"
-        with ChatClient(config, cache_dir) as client:
-            report = draft_laws(selected, client, out, seeds=seeds, existing=existing, retry_rejected=args.retry_rejected,
-                                limit=args.limit, progress=sys.stderr.isatty())
-    except (DraftError, LawBankError, ScenarioFileError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"error: cannot write to {out} ({exc.__class__.__name__}: {exc})", file=sys.stderr)
-        return 2
-    print(report.line(out))
-    if report.stopped:
-        print(f"error: {report.stopped}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def add_draft_arguments(parser: Any) -> None:
-    """The arguments of ``vrforge cfworld draft`` (for cli.py)."""
-    parser.add_argument("--model", required=True, help="model name at the endpoint")
-    parser.add_argument("--base-url", default="https://api.openai.com/v1", help="OpenAI-compatible endpoint (…/v1)")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
-    parser.add_argument("--domain", choices=DOMAINS, help="only laws of this domain")
-    parser.add_argument("--law-id", action="append", help="only this law (repeatable)")
-    parser.add_argument("--limit", type=int, help="draft at most N laws not yet done")
-    parser.add_argument("--out", default="cfworld-drafts", help="folder for drafts.jsonl, rejections.jsonl and cache/")
-    parser.add_argument("--cache-dir", help="response cache folder (default OUT/cache)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
-    parser.add_argument("--laws", help="law bank folder (default: the package's laws/)")
-    parser.add_argument("--seeds", help="seed scenario folder (default: the package's seeds/)")
-    parser.add_argument("--existing", action="append", help="scenarios JSONL the drafts must not duplicate (repeatable)")
-    parser.add_argument("--retry-rejected", action="store_true", help="draft again the laws in rejections.jsonl")
-    parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--seed", type=int, help="sampling seed sent to the endpoint")
-    parser.add_argument("--max-tokens", type=int)
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
-    parser.add_argument("--max-retries", type=int, default=3)
-    parser.add_argument("--backoff", type=float, default=0.5, help="first retry delay in seconds (doubles each retry)")
-
-
-def add_review_arguments(export_parser: Any, import_parser: Any) -> None:
-    """The arguments of ``vrforge cfworld review-export`` and ``review-import`` (for cli.py)."""
-    export_parser.add_argument("drafts", help="drafts.jsonl")
-    export_parser.add_argument("--out", required=True, help="review file to write: .jsonl or .csv")
-    import_parser.add_argument("drafts", help="drafts.jsonl (updated in place unless --out)")
-    import_parser.add_argument("decisions", help="the reviewed .jsonl or .csv")
-    import_parser.add_argument("--out", help="write the updated scenarios here instead")
-    import_parser.add_argument("--laws", help="law bank folder for re-validating edits (default: the package's laws/)")
-
-
-__all__ = ["answer_schema", "build_messages", "cli_draft", "draft_laws", "scenario_from_answer", "DraftReport",
-           "add_draft_arguments", "add_review_arguments"]
+__all__ = ["answer_schema", "build_messages", "draft_laws", "scenario_from_answer", "seed_examples", "DraftReport"]

@@ -56,7 +56,7 @@ attached to one scenario, a probe) or listed in ``ImportReport.rejected`` with a
 and ``ImportReport.files`` counts read / imported / rejected per file. JSON files outside
 the three folders are not read; they are listed in ``ImportReport.ignored_files``.
 A file that is not valid JSON, or whose top level is not a list, stops the import with
-``ReleaseError`` (one readable line); ``cli_import`` turns it into exit code 2.
+``ReleaseError`` (one readable line, a ``UserError``): `vrforge cfworld import` exits 2 with it.
 """
 
 from __future__ import annotations
@@ -64,12 +64,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vrforge.errors import UserError
 from vrforge.schemas.cfworld import LEVELS, Level, Provenance, Question, Scenario
 
 SOURCE = "cf-world"
@@ -124,7 +124,7 @@ L2_STATEMENT = re.compile(rf"^\s*([A-Z][^.]*?){_SENTENCE_END}")
 WHERE_CLAUSE = re.compile(rf"\b(where\b.+?){_SENTENCE_END}", re.IGNORECASE)
 
 
-class ReleaseError(ValueError):
+class ReleaseError(UserError, ValueError):
     """The release cannot be read at all (missing folder, malformed JSON); the message is one line."""
 
 
@@ -678,98 +678,3 @@ def fill_laws(scenarios: list[Scenario], client: Any, progress: Any = None) -> t
         report.filled.append(scenario.id)
     report.usage = client.usage_dict()
     return out, report
-
-
-# ----------------------------------------------------------------------------- CLI entry
-
-def _jsonl(items: list[Any]) -> bytes:
-    return "".join(json.dumps(item.to_dict(), ensure_ascii=False, sort_keys=True) + "\n" for item in items).encode("utf-8")
-
-
-def cli_import(path: str, out: str | None = None, law_config: Any = None, cache_dir: str | None = None,
-               no_cache: bool = False) -> int:
-    """``vrforge cfworld import PATH [--out DIR] [--fill-law --model M ...]``: write scenarios.jsonl, probes.jsonl and
-    import_report.json.
-
-    ``out`` defaults to ``./cfworld-import``. With ``law_config`` (a ``ChatConfig``) every empty
-    ``law`` is filled through that endpoint (``fill_laws``), its answers cached in ``cache_dir``
-    (default OUT/cache) unless ``no_cache``. Prints one line per file and the rejection count;
-    returns 0 on success, 2 (with one line on stderr) when the release cannot be read, the
-    endpoint refuses the requests or the output cannot be written.
-    """
-    from vrforge.fileio import write_bytes_atomic
-
-    try:
-        report = import_release(Path(path))
-    except ReleaseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"error: {path}: cannot read ({exc.__class__.__name__}: {exc})", file=sys.stderr)
-        return 2
-    target = Path(out) if out is not None else Path.cwd() / "cfworld-import"
-    law_fill: LawFillReport | None = None
-    if law_config is not None:
-        from tqdm import tqdm
-
-        from vrforge.openai_client import ChatClient, ChatError
-
-        cache = None if no_cache else Path(cache_dir) if cache_dir else target / "cache"
-        try:
-            with ChatClient(law_config, cache) as client, tqdm(total=len(report.scenarios), desc="filling laws", unit="scenario",
-                                                               disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
-                report.scenarios, law_fill = fill_laws(report.scenarios, client, progress=bar)
-        except ChatError as exc:
-            print(f"error: {law_config.base_url}: {exc}", file=sys.stderr)
-            return 2
-        report.flags.update(flag for s in report.scenarios for flag in s.provenance.flags if flag.startswith("law_"))
-    try:
-        write_bytes_atomic(target / "scenarios.jsonl", _jsonl(report.scenarios))
-        write_bytes_atomic(target / "probes.jsonl", _jsonl(report.probes))
-        data = report.to_dict() | ({"law_fill": law_fill.to_dict()} if law_fill is not None else {})
-        data = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-        write_bytes_atomic(target / "import_report.json", data.encode("utf-8"))
-    except OSError as exc:
-        print(f"error: cannot write to {target} ({exc.__class__.__name__}: {exc})", file=sys.stderr)
-        return 2
-    for name, count in sorted(report.files.items()):
-        print(f"{name}: {count.read} {count.kind} read, {count.imported} imported, {count.rejected} rejected")
-    for name in report.ignored_files:
-        print(f"{name}: ignored (not under prompt/, eval_questions/ or prompt_ablation/)")
-    reasons = ", ".join(f"{reason} {n}" for reason, n in report.rejection_reasons().items()) or "none"
-    if law_fill is not None:
-        u = law_fill.usage
-        print(f"laws: {len(law_fill.filled)} filled by {law_config.model}, {len(law_fill.failed)} failed; "
-              f"{u.get('requests', 0)} requests, {u.get('cache_hits', 0)} cache hits")
-    print(f"{len(report.scenarios)} scenarios, {report.question_count} questions, {len(report.probes)} probes; "
-          f"{len(report.rejected)} rejected ({reasons}); written to {target}")
-    return 0
-
-
-def add_law_fill_arguments(parser: Any) -> None:
-    """The optional LLM fill of ``law`` on ``vrforge cfworld import`` (for cli.py)."""
-    parser.add_argument("--fill-law", action="store_true", help="fill each empty law through an LLM (OpenAI-compatible)")
-    parser.add_argument("--model", help="with --fill-law: model name at the endpoint")
-    parser.add_argument("--base-url", default="https://api.openai.com/v1", help="with --fill-law: endpoint (…/v1)")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="with --fill-law: variable holding the API key")
-    parser.add_argument("--cache-dir", help="with --fill-law: response cache folder (default OUT/cache)")
-    parser.add_argument("--no-cache", action="store_true", help="with --fill-law: do not read or write the response cache")
-    parser.add_argument("--timeout", type=float, default=60.0, help="with --fill-law: seconds per request")
-    parser.add_argument("--max-retries", type=int, default=3)
-
-
-def law_config_from_args(args: Any) -> Any:
-    """The ``ChatConfig`` for ``--fill-law`` (None without it); UserError for an incomplete request."""
-    if not getattr(args, "fill_law", False):
-        if getattr(args, "model", None):
-            from vrforge.errors import UserError
-
-            raise UserError("--model is only used with --fill-law")
-        return None
-    from vrforge.errors import UserError
-    from vrforge.openai_client import ChatConfig
-
-    if not args.model:
-        raise UserError("--fill-law needs --model")
-    return ChatConfig(base_url=args.base_url, model=args.model, api_key_env=args.api_key_env, timeout_s=args.timeout,
-                      max_retries=args.max_retries)

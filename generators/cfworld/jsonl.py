@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from vrforge.errors import UserError
 from vrforge.fileio import write_bytes_atomic
 from vrforge.schemas.cfworld import DOMAINS, Scenario, scenario_schema_errors
 
 
-class ScenarioFileError(ValueError):
+class ScenarioFileError(UserError, ValueError):
     """A scenario or record file cannot be used; the message is one line."""
 
 

@@ -58,6 +58,7 @@ from typing import Any
 
 import yaml
 
+from vrforge.errors import UserError
 from vrforge.generators.cfworld.validation import validate_scenario, validate_set
 from vrforge.schemas.cfworld import DOMAINS, Level, Provenance, Question, Scenario, scenario_schema_errors
 
@@ -73,7 +74,7 @@ ID_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 SUBDOMAIN_PATTERN = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 
 
-class LawBankError(ValueError):
+class LawBankError(UserError, ValueError):
     """A law or seed file cannot be used; the message is one line."""
 
 

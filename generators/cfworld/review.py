@@ -24,13 +24,13 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vrforge.errors import UserError
 from vrforge.fileio import write_bytes_atomic
-from vrforge.generators.cfworld.jsonl import ScenarioFileError, dumps_records, read_records, read_scenarios, write_scenarios
+from vrforge.generators.cfworld.jsonl import ScenarioFileError, dumps_records, read_records
 from vrforge.generators.cfworld.lawbank import Law, LawBankError, load_laws
 from vrforge.generators.cfworld.validation import validate_scenario
 from vrforge.schemas.cfworld import LEVELS, Level, Scenario
@@ -42,7 +42,7 @@ CSV_COLUMNS = ("id", "decision", "note", *EDITABLE, "domain", "subdomain", "law"
 PENDING = "needs_review"
 
 
-class ReviewError(ValueError):
+class ReviewError(UserError, ValueError):
     """A decision file cannot be applied; the message is one line."""
 
 
@@ -166,7 +166,7 @@ def apply_decisions(scenarios: list[Scenario], rows: list[dict[str, Any]], laws:
 
 # ----------------------------------------------------------------------------- CLI entry points
 
-def _laws_by_id(folder: str | None) -> dict[str, Law]:
+def laws_by_id(folder: str | None) -> dict[str, Law]:
     """The law bank for re-validation; an absent default bank means edits are checked without law data."""
     try:
         return {law.id: law for law in load_laws(folder)}
@@ -176,42 +176,5 @@ def _laws_by_id(folder: str | None) -> dict[str, Law]:
         return {}
 
 
-def cli_review_export(args: Any) -> int:
-    """``vrforge cfworld review-export DRAFTS --out FILE.jsonl|FILE.csv``."""
-    try:
-        scenarios = read_scenarios(Path(args.drafts))
-        count = export_review(scenarios, Path(args.out))
-    except ScenarioFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"error: cannot write {args.out} ({exc.__class__.__name__}: {exc})", file=sys.stderr)
-        return 2
-    print(f"{count} scenario(s) pending review written to {args.out}")
-    return 0
 
-
-def cli_review_import(args: Any) -> int:
-    """``vrforge cfworld review-import DRAFTS DECISIONS [--out FILE] [--laws DIR]``: apply decisions (all or nothing)."""
-    drafts = Path(args.drafts)
-    try:
-        if not drafts.is_file():
-            raise ReviewError(f"{drafts}: no such file")
-        scenarios = read_scenarios(drafts)
-        decisions = Path(args.decisions)
-        if not decisions.is_file():
-            raise ReviewError(f"{decisions}: no such file")
-        rows = read_decisions(decisions)
-        updated, summary = apply_decisions(scenarios, rows, _laws_by_id(getattr(args, "laws", None)))
-        write_scenarios(Path(args.out) if getattr(args, "out", None) else drafts, updated)
-    except (ReviewError, ScenarioFileError, LawBankError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"error: cannot write ({exc.__class__.__name__}: {exc})", file=sys.stderr)
-        return 2
-    print(summary.line())
-    return 0
-
-
-__all__ = ["apply_decisions", "cli_review_export", "cli_review_import", "export_review", "read_decisions", "ReviewError"]
+__all__ = ["apply_decisions", "laws_by_id", "export_review", "read_decisions", "ReviewError"]

@@ -66,7 +66,7 @@ class VlmCaptioner:
                  device: str = "auto", revision: str | None = None, local_files_only: bool = False,
                  trust_remote_code: bool = False) -> None:
         self.model_id, self.prompt, self.max_new_tokens = model, prompt, max_new_tokens
-        self.options = {"revision": revision, "dtype": dtype, "device": device, "local_files_only": local_files_only,
+        self.options: dict[str, Any] = {"revision": revision, "dtype": dtype, "device": device, "local_files_only": local_files_only,
                         "trust_remote_code": trust_remote_code}
         self.model: Any = None
 
@@ -233,6 +233,8 @@ def load_unified(target: str, kwargs: dict[str, Any] | None = None) -> Any:
             if not path.is_file():
                 raise UserError(f"no such file: {module_name}")
             spec = importlib.util.spec_from_file_location(f"vrforge_unified_{path.stem}", path)
+            if spec is None or spec.loader is None:
+                raise UserError(f"cannot load {module_name} as a Python module")
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         else:

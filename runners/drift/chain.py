@@ -37,8 +37,10 @@ from typing import Any
 from PIL import Image
 
 from vrforge.errors import UserError
+from vrforge.fileio import write_bytes_atomic, write_json_atomic
 from vrforge.runners.drift import backends
 from vrforge.runners.drift.inputs import GenEvalSample, PairSample
+from vrforge.runners.outputs import check_settings
 
 TEXT_FIRST, IMAGE_FIRST = "text-first", "image-first"
 MANIFEST_FILE = "drift_manifest.json"
@@ -66,24 +68,6 @@ def journal_file(root: Path, direction: str, step: int) -> Path:
     return root / direction / f".gen-{step}.partial.jsonl"
 
 
-def _tmp(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp")
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp(path)
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def write_png(path: Path, image: Image.Image) -> None:
     buffer = io.BytesIO()
     image.convert("RGB").save(buffer, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
@@ -91,7 +75,7 @@ def write_png(path: Path, image: Image.Image) -> None:
 
 
 def write_json(path: Path, data: Any) -> None:
-    write_bytes_atomic(path, (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
+    write_json_atomic(path, data, ensure_ascii=False)
 
 
 def write_captions(path: Path, rows: Sequence[tuple[str, str]]) -> None:
@@ -337,10 +321,7 @@ def check_manifest(out: Path, settings: dict[str, Any]) -> dict[str, Any] | None
         previous = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError:
         raise UserError(f"{path} is not valid JSON; remove it or use another --out") from None
-    old = previous.get("settings", {})
-    differing = sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))
-    if differing:
-        raise UserError(f"{out} holds a run with other settings ({', '.join(differing)}); use another --out")
+    check_settings(out, previous.get("settings", {}), settings)  # SettingsMismatch: a UserError naming each change
     return previous
 
 

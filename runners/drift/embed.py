@@ -125,8 +125,9 @@ class _Model:
             raise
         except Exception as exc:  # noqa: BLE001 - one line for the user
             raise load_error(self.role, self.model_id, exc) from None
-        if hasattr(self.model, "eval"):
-            self.model.eval()
+        model: Any = self.model  # what loader() set
+        if hasattr(model, "eval"):
+            model.eval()
 
 
 class SentenceEmbedder(_Model):
@@ -188,7 +189,9 @@ class ClipEmbedder(_Model):
             from transformers import CLIPModel, CLIPProcessor
 
             self.processor = CLIPProcessor.from_pretrained(self.model_id, local_files_only=self.local_files_only)
-            self.model = CLIPModel.from_pretrained(self.model_id, local_files_only=self.local_files_only).to(self.device)
+            model = CLIPModel.from_pretrained(self.model_id, local_files_only=self.local_files_only)
+            # transformers wraps PreTrainedModel.to in a decorator whose annotation drops the bound self
+            self.model = model.to(self.device)  # type: ignore[arg-type]
 
         self._load(loader)
 

@@ -29,13 +29,13 @@ from typing import Any
 import numpy as np
 
 from vrforge.errors import UserError
+from vrforge.fileio import write_bytes_atomic
 from vrforge.runners.drift.chain import (
     IMAGE_FIRST,
     TEXT_FIRST,
     image_folder,
     read_captions,
     text_file,
-    write_bytes_atomic,
     write_json,
 )
 
@@ -61,9 +61,9 @@ def export(runs: Sequence[tuple[str, Path]], to: Path, *, seed: int = 0, limit: 
         for path in (text_file(root, TEXT_FIRST, 0), text_file(root, IMAGE_FIRST, 1), image_folder(root, TEXT_FIRST, 1)):
             if not path.exists():
                 raise UserError(f"run {name}: {path} is missing (a pairs run with at least one step is needed)")
-        ids = set(read_captions(text_file(root, IMAGE_FIRST, 1))) & set(read_captions(text_file(root, TEXT_FIRST, 0)))
-        ids &= {p.stem for p in image_folder(root, TEXT_FIRST, 1).glob("*.png")}
-        common = ids if common is None else common & ids
+        in_run = set(read_captions(text_file(root, IMAGE_FIRST, 1))) & set(read_captions(text_file(root, TEXT_FIRST, 0)))
+        in_run &= {p.stem for p in image_folder(root, TEXT_FIRST, 1).glob("*.png")}
+        common = in_run if common is None else common & in_run
     ids = sorted(common or [])
     if not ids:
         raise UserError("the runs share no sample with both step-1 outputs")
@@ -192,13 +192,12 @@ def import_ratings(key_path: Path, ratings_path: Path, results: dict[str, dict[s
         names = [n for n in per_run if n in results]
         getters = {"mcd_avg": lambda r: (r.get("mcd") or {}).get("mcd_avg"), "mgg": lambda r: (r.get("mgg") or {}).get("mgg")}
         for metric, get in getters.items():
-            usable = [n for n in names if get(results[n]) is not None]
-            values = [get(results[n]) for n in usable]
-            ranked = [n for n in usable if per_run[n]["mean_rank"] is not None]
+            known = {n: value for n in names if (value := get(results[n])) is not None}
+            ranked = [n for n in known if per_run[n]["mean_rank"] is not None]
             summary["correlation_across_runs"][metric] = {
-                "runs": len(usable),
-                "pearson_with_rating": pearson(values, [per_run[n]["rating"] for n in usable]),
-                "pearson_with_rank": pearson([get(results[n]) for n in ranked], [-per_run[n]["mean_rank"] for n in ranked]),
+                "runs": len(known),
+                "pearson_with_rating": pearson(list(known.values()), [per_run[n]["rating"] for n in known]),
+                "pearson_with_rank": pearson([known[n] for n in ranked], [-per_run[n]["mean_rank"] for n in ranked]),
             }
     if samples:
         for kind, relation in (("I2T", "image-text"), ("T2I", "text-image")):

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vrforge.runners.drift.chain import write_bytes_atomic, write_json
+from vrforge.fileio import write_bytes_atomic
+from vrforge.runners.drift.chain import write_json
 from vrforge.runners.drift.metrics import RELATIONS
 
 RESULTS_FILE = "results.json"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vrforge.errors import UserError
+from vrforge.fileio import write_bytes_atomic
 from vrforge.runners.drift import chain, metrics, report
 from vrforge.runners.drift.embed import ClipEmbedder, DinoEmbedder, EmbeddingCache, SentenceEmbedder
 from vrforge.runners.drift.geneval import ClipColourClassifier, Owlv2Detector, PixelColourClassifier, vocabulary
@@ -71,7 +72,7 @@ def build_scorers(config: ScoringConfig, out: Path | None, specs: dict[str, dict
                   progress: bool = False) -> metrics.Scorers:
     """The models the config names (loaded on first use) over one shared cache in ``out``."""
     cache = EmbeddingCache(out / CACHE_FILE if out is not None and config.cache else None)
-    common = {"device": config.device, "local_files_only": config.local_files_only, "batch_size": config.batch_size,
+    common: dict[str, Any] = {"device": config.device, "local_files_only": config.local_files_only, "batch_size": config.batch_size,
               "cache": cache}
     clip = ClipEmbedder(config.clip, **common)
     names: list[str] = []
@@ -120,7 +121,7 @@ def score_run(out: Path, scorers: metrics.Scorers, *, name: str | None = None, s
     results["steps"] = written if steps is None else min(steps, written)
     report.write_results(out, results, samples)
     reference = report.reference_rows(paper_table)
-    chain.write_bytes_atomic(out / report.REPORT_FILE, report.report_markdown(name, results, reference).encode("utf-8"))
+    write_bytes_atomic(out / report.REPORT_FILE, report.report_markdown(name, results, reference).encode("utf-8"))
     if plots:
         report.write_plots(out, name, results)
     chain.write_json(out / report.TIMINGS_FILE, {k: round(v, 4) for k, v in scorers.timings.items()})

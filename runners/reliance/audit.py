@@ -35,6 +35,7 @@ from PIL import Image
 
 from vrforge.errors import UserError
 from vrforge.fileio import write_bytes_atomic
+from vrforge.runners.outputs import check_settings
 from vrforge.runners.reliance import perturb
 from vrforge.runners.reliance.backends import LETTERS, Request, Scorer, TransformersScorer, golden_prompt
 from vrforge.runners.reliance.metrics import finite, mean, summarise_type
@@ -305,9 +306,7 @@ def _check_run(out: Path, run: dict[str, Any], has_samples: bool) -> None:
             previous = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             raise AuditError(f"cannot read {path}; delete it or use another --out") from None
-        if previous != run:
-            changed = sorted(k for k in set(previous) | set(run) if previous.get(k) != run.get(k))
-            raise AuditError(f"{out} holds answers from a run with other settings ({', '.join(changed)}); use another --out")
+        check_settings(out, previous, run)  # SettingsMismatch: a UserError naming each change
     write_bytes_atomic(path, (json.dumps(run, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 

@@ -142,10 +142,14 @@ class Probe:
         inputs = self.scorer.encode([request])
         n = request.n_options
         clean = self.run(inputs, n)[0]
+
+        def edited(site: str, edit: Callable[[Any], Any]) -> list[float]:
+            return (self.run(inputs, n, encoder=edit) if site == "encoder" else self.run(inputs, n, projector=edit))[0]
+
         out = {}
         for site in ("encoder", "projector"):
-            out[f"{site}_zero"] = js_divergence(clean, self.run(inputs, n, **{site: lambda t: self.torch.zeros_like(t)})[0])
-            out[f"{site}_noise"] = js_divergence(clean, self.run(inputs, n, **{site: self._noiser(noise_scale, seed)})[0])
+            out[f"{site}_zero"] = js_divergence(clean, edited(site, lambda t: self.torch.zeros_like(t)))
+            out[f"{site}_noise"] = js_divergence(clean, edited(site, self._noiser(noise_scale, seed)))
         return out
 
     def _noiser(self, scale: float, seed: int, mask: Any = None) -> Callable[[Any], Any]:

@@ -57,12 +57,13 @@ def apply(name: str, image: Image.Image, rng: np.random.Generator, mask: np.ndar
           pool: Sequence[Image.Image] = ()) -> Image.Image:
     """The perturbed copy of ``image`` (RGB, same size)."""
     family, strength = split_name(name)
+    amount = float(strength) if strength is not None else 0.0  # greyscale and the swaps have no strength
     image = image.convert("RGB")
     if family == "blur":
-        return image.filter(ImageFilter.GaussianBlur(radius=strength))
+        return image.filter(ImageFilter.GaussianBlur(radius=amount))
     if family == "noise":
         pixels = rng.standard_normal((image.height, image.width, 3), dtype=np.float32)
-        pixels *= float(strength)
+        pixels *= amount
         pixels += np.asarray(image, dtype=np.float32)
         np.rint(pixels, out=pixels)
         np.clip(pixels, 0, 255, out=pixels)
@@ -71,7 +72,7 @@ def apply(name: str, image: Image.Image, rng: np.random.Generator, mask: np.ndar
         return image.convert("L").convert("RGB")
     if family == "occlusion":
         x0, y0, x1, y1 = region_box(mask, image.size)
-        side = np.sqrt(strength / 100.0)
+        side = np.sqrt(amount / 100.0)
         w, h = max(1, round((x1 - x0) * side)), max(1, round((y1 - y0) * side))
         left = x0 + int(rng.integers(0, x1 - x0 - w + 1))
         top = y0 + int(rng.integers(0, y1 - y0 - h + 1))

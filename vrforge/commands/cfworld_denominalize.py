@@ -18,7 +18,9 @@ from vrforge.errors import UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    cfworld = subparsers.choices["cfworld"].subcommands
+    from vrforge.commands import subcommands_of
+
+    cfworld = subcommands_of(subparsers, "cfworld")
     q = cfworld.add_parser("denominalize", help="rewrite L2 prompts so the outcome names nothing (lexicon, or an LLM "
                                                 "through any OpenAI-compatible endpoint)")
     q.add_argument("scenarios", help="scenarios .jsonl, a folder holding scenarios.jsonl, or 'packaged' (the curated seeds)")

@@ -244,7 +244,7 @@ def _table(args: argparse.Namespace) -> int:
     runs = [(r.get("name") or folder.name, r) for folder in args.folders for r in [report.load_results(folder)]]
     text = report.table_markdown(runs, report.reference_rows(args.paper_table))
     if args.out:
-        from vrforge.runners.drift.chain import write_bytes_atomic
+        from vrforge.fileio import write_bytes_atomic
 
         write_bytes_atomic(args.out, text.encode("utf-8"))
     print(text, end="")
@@ -280,7 +280,8 @@ def _human_import(args: argparse.Namespace) -> int:
     if not args.key.is_file():
         raise UserError(f"no such key file: {args.key}")
     key = json.loads(args.key.read_text(encoding="utf-8"))
-    results, samples = {}, {}
+    results: dict[str, Any] = {}
+    samples: dict[str, dict[str, Any]] = {}
     for name, folder in (key.get("runs") or {}).items():
         path = Path(folder)
         if (path / report.RESULTS_FILE).is_file():
@@ -293,7 +294,7 @@ def _human_import(args: argparse.Namespace) -> int:
     summary = import_ratings(args.key, args.ratings, results, samples)
     text = json.dumps(summary, indent=2, sort_keys=True) + "\n"
     if args.out:
-        from vrforge.runners.drift.chain import write_bytes_atomic
+        from vrforge.fileio import write_bytes_atomic
 
         write_bytes_atomic(args.out, text.encode("utf-8"))
         print(f"wrote {args.out}")

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from vrforge.errors import UserError
 from vrforge.generators.cfworld.importer import PREMISE
 from vrforge.schemas.cfworld import Scenario
 from vrforge.schemas.cfworld_probes import DenominalizedProbe, Replacement
@@ -76,7 +77,7 @@ INTENSIFIERS = ("jet", "pitch", "snow", "blood", "bone", "coal")  # "jet black" 
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class LexiconError(ValueError):
+class LexiconError(UserError, ValueError):
     """A malformed lexicon file, or the lexicon mode without its parser; the message is one line."""
 
 
@@ -227,8 +228,10 @@ def _lookup(doc: Doc | Span, index: int, lexicon: Lexicon) -> tuple[int, str] | 
         if any(t.is_punct or t.is_space for t in tokens):
             continue
         words = [t.lower_ for t in tokens]
-        singular = _inflect().singular_noun(words[-1]) if token.tag_ in NOUN_TAGS else False
-        keys = [_key(tokens), " ".join(words)] + ([" ".join(words[:-1] + [singular])] if singular else [])
+        singular = _inflect().singular_noun(words[-1]) if token.tag_ in NOUN_TAGS else False  # False: not a plural
+        keys = [_key(tokens), " ".join(words)]
+        if isinstance(singular, str) and singular:
+            keys.append(" ".join([*words[:-1], singular]))
         for key in keys:
             entry = lexicon.entries.get(key)
             if entry is None:

@@ -106,7 +106,7 @@ def perturbed_direction(perturbation: str, factual: str) -> str:
 def possible(rule: Rule, layout: str | None, direction: str) -> bool:
     """Whether the moving thing can go that way at all in this scene."""
     if rule.motion == "channel":
-        return direction in (layout, opposite(layout))
+        return layout is not None and direction in (layout, opposite(layout))
     if rule.motion == "ramp":  # the ramp rises towards a top corner; the solid lies below its surface
         inward = "down-" + ("left" if layout == "up-left" else "right")
         return direction not in (inward, rotate(inward, 1), rotate(inward, -1))
