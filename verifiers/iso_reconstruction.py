@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
+from vrforge.verifiers.sampling import load_for_layout
 from vrforge.verifiers.voxel_drawing import draw_scene
-from vrforge.verifiers.voxels import VIEWS, interpretations, projections, read_triangles, ssim, usable_reason
+from vrforge.verifiers.voxels import MIN_UNIT_PX, VIEWS, interpretations, projections, read_triangles, smallest_unit, ssim
 
 CHECKS = ("top_mismatch", "front_mismatch", "side_mismatch")
 STRICT_CHECK = "reference_ssim"
@@ -68,15 +68,13 @@ def reference_ssim(meta: Mapping[str, Any], rgb: np.ndarray) -> float:
     return ssim(np.asarray(answer), np.asarray(reference))
 
 
-def verify(meta: Mapping[str, Any], image: Any, strict: bool = False) -> Verdict:
-    try:
-        rgb = load_rgb(image)
-    except UnusableImage as exc:
-        return Verdict.unusable(str(exc))
-    reason = usable_reason(meta, rgb)
-    if reason:
-        return Verdict.unusable(reason)
+def verify(meta: Mapping[str, Any], image: Any, strict: bool = False, puzzle: Any = None) -> Verdict:
+    frame = load_for_layout(meta, image, smallest_unit(meta), MIN_UNIT_PX, "lattice unit", "iso_reconstruction", puzzle)
+    if isinstance(frame, Verdict):
+        return frame
+    rgb = frame.image
     checks, details = judge(meta, read_triangles(meta, rgb))
+    details["registration"] = frame.details
     if strict:  # a reference render per call: only when asked for
         details["ssim"] = reference_ssim(meta, rgb)
         checks[STRICT_CHECK] = details["ssim"] >= STRICT_SSIM

@@ -415,21 +415,23 @@ def answer_ssim(meta: Mapping[str, Any], image: np.ndarray) -> float:
 # ---------------------------------------------------------------- verify
 
 
-def verify(meta: Mapping[str, Any], image: Any, strict: bool = False) -> Verdict:
+def verify(meta: Mapping[str, Any], image: Any, strict: bool = False, puzzle: Any = None) -> Verdict:
     """Verdict for an answer image: the matrix with the last panel drawn.
 
     ``strict`` adds the check ``ssim`` (SSIM of the answer panel against the reference >= 0.997)
     and reports the score; it costs a reference render, so the default verdict leaves it out.
     """
-    rgb = load_for_layout(meta, image, meta["layout"]["slot_half"], MIN_SLOT_PX, "half slot")
-    if isinstance(rgb, Verdict):
-        return rgb
+    frame = load_for_layout(meta, image, meta["layout"]["slot_half"], MIN_SLOT_PX, "half slot", "raven", puzzle)
+    if isinstance(frame, Verdict):
+        return frame
+    rgb = frame.image
     objects, misfits = read_answer(meta, rgb)
     checks = judge(meta, objects)
     details: dict[str, Any] = {
         "objects": [list(o) for o in objects],
         "expected": predict(meta),
         "max_misfit": round(max(misfits), 4),
+        "registration": frame.details,
     }
     if strict:
         try:

@@ -114,6 +114,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         if "strict" not in inspect.signature(spec.verify).parameters:
             raise UserError(f"task {args.task!r} has no strict (SSIM) mode")
         options["strict"] = True
+    if args.puzzle:
+        if not Path(args.puzzle).is_file():
+            raise UserError(f"no such puzzle image: {args.puzzle}")
+        options["puzzle"] = Path(args.puzzle)
     try:
         verdict = spec.verify(meta, Path(args.image), **options)
     except (KeyError, TypeError, IndexError, ValueError) as exc:
@@ -362,6 +366,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("task")
     p.add_argument("--meta", required=True, help="the row's meta as a JSON file")
     p.add_argument("--strict", action="store_true", help="also require SSIM against the reference (raven, iso_reconstruction)")
+    p.add_argument("--puzzle", metavar="PNG", help="the bare puzzle image to align the answer with (default: drawn from meta)")
     p.add_argument("image")
     p.set_defaults(func=_cmd_verify)
 

@@ -1,0 +1,509 @@
+"""Registration before reading: map an answer image into the puzzle's frame.
+
+Every verifier reads colours at positions given as fractions of the puzzle's layout. A model
+that edits the puzzle often returns it shifted, rescaled, slightly rotated, cropped,
+letterboxed or stretched to another canvas, on an off-white background. This module finds
+the transform from the puzzle's frame to the answer's pixels and resamples the answer into
+the puzzle's frame, so each verifier then reads it as it reads a pixel-aligned picture.
+
+The reference is the bare puzzle: the image a caller passes (the release row's ``puzzle``)
+or ``spec.draw(meta, None)`` rendered at a small size. Both pictures are reduced to *ink*
+(how far each pixel is from its own background colour), which makes the method blind to
+the background's tint and to the colour of letterbox bars. The method:
+
+1. Content boxes. Uniform rows and columns are peeled off each side of both pictures (the
+   letterbox bars and the white margin alike); the remaining boxes give independent x/y
+   scales and shifts. A side where the answer's content touches the image edge was cropped:
+   its position is then taken from the other axis' scale (a uniform rescale) or from the
+   answer's frame (a crop resized back), each tried as a separate start.
+2. Refinement. OpenCV's ECC maximisation (``cv2.findTransformECC``, affine motion) on blurred
+   ink, coarse to fine from each start. Starting from the content boxes keeps ECC inside the
+   right basin: periodic line drawings (grids, walls) alias only when a start is off by about
+   a period, and the boxes are accurate to a pixel or two.
+3. Acceptance. The residual is the trimmed mean distance (in working pixels) from the
+   reference's ink to the nearest ink of the registered answer (a chamfer distance; the
+   answer may add ink but must keep the puzzle's). Over ``MAX_RESIDUAL`` no transform fits
+   and the answer is "unusable input: could not align the answer with the puzzle (...)".
+
+A pixel-aligned answer (the same aspect ratio, the puzzle's ink where the reference has it)
+is recognised from a few thousand landmark pixels and read as it is, unresampled: the
+verdict on the release's own pictures does not depend on this module. Everything is
+deterministic (OpenCV runs single-threaded here; no random starts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+
+from vrforge.imageio import UnusableImage, load_rgb
+from vrforge.types import Verdict
+
+# One thread: verifiers run in process pools on small machines, and a fixed thread count
+# keeps ECC's floating-point sums in one order (same input -> same transform).
+cv2.setNumThreads(1)
+
+WORK_AREA = 360 * 360  # working pixels of the reference (3:1 mazes get 624 x 208)
+ANSWER_AREA = 4 * WORK_AREA  # the answer is reduced to at most this before registration
+UNIFORM_SPREAD = 48  # a row or column whose colours span less than this (after a blur) is empty
+INK_THRESHOLD = 0.16  # of 255: farther than this from the background colour is ink
+LANDMARK_LIMIT = 3000
+MIN_LANDMARKS = 100
+FAST_RECALL = 0.99  # landmark share that must be ink for the answer to be read as it is
+MAX_RESIDUAL = 0.6  # working pixels: above this the answer does not fit the puzzle
+TRIM = 0.85  # share of the reference's ink the residual is averaged over (erased ink tolerated)
+DISTANCE_CAP = 8.0
+IDENTITY_PX = 0.75  # a transform moving no corner farther than this (answer pixels) is the identity
+BACKGROUND_TOLERANCE = 6  # per channel: a background farther than this from the puzzle's is corrected
+ECC_ITERATIONS = (40, 40)  # full working size, half size
+ECC_EPS = 1e-4
+MASK_RADIUS = 3  # working px around the reference's ink that ECC compares (an answer's own strokes farther off are ignored)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The bare puzzle reduced for registration (working pixels, WORK_SIDE on the longer side)."""
+
+    width: int
+    height: int
+    ink: np.ndarray  # float32 (h, w), 0..1
+    box: tuple[float, float, float, float]  # content box x0, y0, x1, y1 (pixel edges)
+    landmarks: np.ndarray  # (K, 2) normalised (x, y) of solid ink pixels
+    background: np.ndarray  # RGB of the puzzle's background
+
+    @property
+    def aspect(self) -> float:
+        return self.width / self.height
+
+
+@dataclass(frozen=True)
+class Registration:
+    """The answer in the puzzle's frame, and how it got there."""
+
+    image: np.ndarray  # RGB, the puzzle's aspect ratio
+    details: dict[str, Any]
+
+
+# ---------------------------------------------------------------- the reference
+
+
+_CACHE: list[tuple[str, Mapping[str, Any], Reference]] = []
+_CACHE_SIZE = 8
+
+
+def reference_for(task: str, meta: Mapping[str, Any]) -> Reference:
+    """The bare puzzle of ``meta`` drawn by its task and reduced (the last few are kept: callers
+    verify several answers to one puzzle in a row)."""
+    for name, cached_meta, reference in _CACHE:
+        if name == task and (cached_meta is meta or cached_meta == meta):
+            return reference
+    from vrforge.registry import get_task  # the registry imports the verifiers
+    from vrforge.render import rasterise_cached
+
+    layout = meta["layout"]
+    width = _work_size(float(layout["width"]), float(layout["height"]))[0]
+    image = rasterise_cached(get_task(task).draw(meta, None), width)
+    reference = reference_from_image(np.asarray(image.convert("RGB")))
+    _CACHE.insert(0, (task, meta, reference))
+    del _CACHE[_CACHE_SIZE:]
+    return reference
+
+
+def _work_size(width: float, height: float) -> tuple[int, int]:
+    work_w = max(16, round(math.sqrt(WORK_AREA * width / height)))
+    return work_w, max(16, round(work_w * height / width))
+
+
+def reference_from_image(rgb: np.ndarray) -> Reference:
+    """Reduce a bare-puzzle picture (any size) to a ``Reference``."""
+    height, width = rgb.shape[:2]
+    work_w, work_h = _work_size(width, height)
+    small = cv2.resize(rgb, (work_w, work_h), interpolation=cv2.INTER_AREA) if (work_w, work_h) != (width, height) else rgb
+    background = _border_colour(small)
+    ink = _ink(small, background)
+    box, _ = _content_box(small)
+    ys, xs = np.nonzero(ink > 0.6)
+    step = max(1, math.ceil(len(xs) / LANDMARK_LIMIT))
+    landmarks = np.stack([(xs[::step] + 0.5) / work_w, (ys[::step] + 0.5) / work_h], axis=1)
+    return Reference(work_w, work_h, ink, box, landmarks, background)
+
+
+# ---------------------------------------------------------------- picture measures
+
+
+def _border_colour(rgb: np.ndarray) -> np.ndarray:
+    """Median colour of the outermost rows and columns."""
+    edge = np.concatenate([rgb[0], rgb[-1], rgb[:, 0], rgb[:, -1]]).astype(np.float32)
+    return np.median(edge, axis=0)
+
+
+def _ink(rgb: np.ndarray, background: np.ndarray) -> np.ndarray:
+    """Per pixel: the largest channel difference from ``background``, as 0..1."""
+    diff = np.abs(rgb.astype(np.float32) - background.astype(np.float32)[None, None, :])
+    return diff.max(axis=2) / 255.0
+
+
+def _content_box(rgb: np.ndarray) -> tuple[tuple[float, float, float, float], tuple[bool, bool, bool, bool]]:
+    """The box left after peeling uniform rows and columns off every side, and per side
+    (left, top, right, bottom) whether anything was peeled there (False: the content touches
+    the edge, so that side may be cut)."""
+    blurred = cv2.GaussianBlur(rgb, (0, 0), 1.0).astype(np.int16)
+    row_spread = (blurred.max(axis=1) - blurred.min(axis=1)).max(axis=1)
+    col_spread = (blurred.max(axis=0) - blurred.min(axis=0)).max(axis=1)
+    rows = np.nonzero(row_spread > UNIFORM_SPREAD)[0]
+    cols = np.nonzero(col_spread > UNIFORM_SPREAD)[0]
+    height, width = rgb.shape[:2]
+    if len(rows) == 0 or len(cols) == 0:
+        return (0.0, 0.0, float(width), float(height)), (False, False, False, False)
+    # The blur spreads an edge by about a pixel: step back in by that much.
+    x0, x1 = float(cols[0]) + 1.0, float(cols[-1])
+    y0, y1 = float(rows[0]) + 1.0, float(rows[-1])
+    margin = (cols[0] > 1, rows[0] > 1, cols[-1] < width - 2, rows[-1] < height - 2)
+    if not margin[0]:
+        x0 = 0.0
+    if not margin[1]:
+        y0 = 0.0
+    if not margin[2]:
+        x1 = float(width)
+    if not margin[3]:
+        y1 = float(height)
+    return (x0, y0, x1, y1), tuple(bool(m) for m in margin)  # type: ignore[return-value]
+
+
+def _background_near_box(rgb: np.ndarray, box: tuple[float, float, float, float], margins: tuple[bool, ...]) -> np.ndarray:
+    """The answer's background: the median of the bands just outside its content box (its own
+    margin, inside any letterbox bars), or of the whole picture when every side is cut."""
+    height, width = rgb.shape[:2]
+    x0, y0, x1, y1 = (int(round(v)) for v in box)
+    bands = []
+    if margins[0] and x0 >= 3:
+        bands.append(rgb[y0:y1, x0 - 3 : x0 - 1].reshape(-1, 3))
+    if margins[1] and y0 >= 3:
+        bands.append(rgb[y0 - 3 : y0 - 1, x0:x1].reshape(-1, 3))
+    if margins[2] and x1 <= width - 3:
+        bands.append(rgb[y0:y1, x1 + 1 : x1 + 3].reshape(-1, 3))
+    if margins[3] and y1 <= height - 3:
+        bands.append(rgb[y1 + 1 : y1 + 3, x0:x1].reshape(-1, 3))
+    pixels = np.concatenate(bands) if bands and sum(len(b) for b in bands) >= 16 else rgb.reshape(-1, 3)[:: 7]
+    return np.median(pixels.astype(np.float32), axis=0)
+
+
+# ---------------------------------------------------------------- the fast path
+
+
+def _landmark_recall(reference: Reference, rgb: np.ndarray, background: np.ndarray) -> float:
+    """Share of the reference's solid-ink landmarks that are ink in ``rgb`` read as it is."""
+    height, width = rgb.shape[:2]
+    xs = (reference.landmarks[:, 0] * width).astype(np.int64)
+    ys = (reference.landmarks[:, 1] * height).astype(np.int64)
+    offsets = np.arange(-1, 2)  # within a pixel: the landmark's centre may fall just beside a thin stroke
+    wx = np.clip(xs[:, None, None] + offsets[None, None, :], 0, width - 1)
+    wy = np.clip(ys[:, None, None] + offsets[None, :, None], 0, height - 1)
+    values = rgb[wy, wx].astype(np.float32)  # (K, 3, 3, 3)
+    ink = (np.abs(values - background).max(axis=3) / 255.0).reshape(len(xs), -1).max(axis=1)
+    return float(np.mean(ink > INK_THRESHOLD))
+
+
+# ---------------------------------------------------------------- registration proper
+
+
+ROTATIONS = (0.0, 1.5, -1.5, 3.0, -3.0)  # degrees: starts for answers turned in their canvas
+SCALE_SEARCH = np.exp(np.linspace(math.log(0.85), math.log(1.18), 41))  # around a guess, for a cut axis
+REFINED_STARTS = 2  # the best-scoring starts that ECC refines
+
+
+def _affine(sx: float, sy: float, tx: float, ty: float) -> np.ndarray:
+    return np.array([[sx, 0.0, tx], [0.0, sy, ty]], dtype=np.float32)
+
+
+def _rotated(sx: float, sy: float, degrees: float, centre_ref: tuple[float, float], centre_ans: tuple[float, float]) -> np.ndarray:
+    """Scale, then turn by ``degrees`` (clockwise on screen, as an image rotated counter-clockwise
+    by PIL appears with y down... either sign is tried), mapping ``centre_ref`` onto ``centre_ans``."""
+    c, s_ = math.cos(math.radians(degrees)), math.sin(math.radians(degrees))
+    linear = np.array([[c * sx, -s_ * sy], [s_ * sx, c * sy]], dtype=np.float64)
+    shift = np.asarray(centre_ans, dtype=np.float64) - linear @ np.asarray(centre_ref, dtype=np.float64)
+    return np.hstack([linear, shift[:, None]]).astype(np.float32)
+
+
+def _profile_scale(reference_profile: np.ndarray, answer_profile: np.ndarray, anchor_ref: float, anchor_ans: float,
+                   guess: float) -> float:
+    """The scale that best maps the reference's ink profile along one axis onto the answer's,
+    with ``anchor_ref`` held on ``anchor_ans`` (the side that was not cut)."""
+    positions = np.arange(len(answer_profile), dtype=np.float64) + 0.5
+    a = answer_profile - answer_profile.mean()
+    best, best_score = guess, -np.inf
+    for scale in guess * SCALE_SEARCH:
+        ref_pos = (positions - anchor_ans) / scale + anchor_ref
+        inside = (ref_pos >= 0) & (ref_pos <= len(reference_profile))
+        if inside.sum() < len(positions) // 2:
+            continue
+        r = np.interp(ref_pos[inside] - 0.5, np.arange(len(reference_profile)), reference_profile)
+        aa = answer_profile[inside] - answer_profile[inside].mean()
+        r = r - r.mean()
+        score = float((aa * r).sum() / (np.sqrt((aa * aa).sum() * (r * r).sum()) + 1e-9))
+        if score > best_score:
+            best, best_score = scale, score
+    del a
+    return float(best)
+
+
+def _starts(reference: Reference, box: tuple[float, float, float, float], margins: tuple[bool, ...],
+            answer_ink: np.ndarray) -> list[np.ndarray]:
+    """Initial maps reference working px -> answer px (see the module doc): from the two
+    content boxes, with a cut axis' scale found by matching ink profiles, and turned by each
+    of ``ROTATIONS`` about the content's centre."""
+    rx0, ry0, rx1, ry1 = reference.box
+    ax0, ay0, ax1, ay1 = box
+    height, width = answer_ink.shape
+    rw, rh = max(rx1 - rx0, 1e-6), max(ry1 - ry0, 1e-6)
+    full_x, full_y = margins[0] and margins[2], margins[1] and margins[3]
+    sx = (ax1 - ax0) / rw if full_x else None
+    sy = (ay1 - ay0) / rh if full_y else None
+    frame_sx, frame_sy = width / reference.width, height / reference.height
+
+    def cut_axis(axis: int, other: float | None, frame: float) -> float:
+        lo_ok, hi_ok = (margins[0], margins[2]) if axis == 0 else (margins[1], margins[3])
+        r0, r1 = (rx0, rx1) if axis == 0 else (ry0, ry1)
+        a0, a1 = (ax0, ax1) if axis == 0 else (ay0, ay1)
+        guess = other or frame
+        if not (lo_ok or hi_ok):
+            return guess
+        ref_profile = reference.ink.sum(axis=axis)
+        ans_profile = answer_ink.sum(axis=axis)
+        anchor_ref, anchor_ans = (r0, a0) if lo_ok else (r1, a1)
+        return _profile_scale(ref_profile, ans_profile, anchor_ref, anchor_ans, guess)
+
+    if sx is None:
+        sx = cut_axis(0, sy, frame_sx)
+    if sy is None:
+        sy = cut_axis(1, sx, frame_sy)
+
+    def place(lo_ok: bool, hi_ok: bool, a0: float, a1: float, r0: float, r1: float, scale: float) -> float:
+        if lo_ok and not hi_ok:
+            return a0 - scale * r0
+        if hi_ok and not lo_ok:
+            return a1 - scale * r1
+        return (a0 + a1) / 2 - scale * (r0 + r1) / 2
+
+    tx = place(margins[0], margins[2], ax0, ax1, rx0, rx1, sx)
+    ty = place(margins[1], margins[3], ay0, ay1, ry0, ry1, sy)
+    # A pixel's centre is at +0.5: the boxes map edges, so shift to centres.
+    starts = [_affine(sx, sy, tx + 0.5 * sx - 0.5, ty + 0.5 * sy - 0.5)]
+    ref_centre = ((rx0 + rx1) / 2 - 0.5, (ry0 + ry1) / 2 - 0.5)
+    for degrees in ROTATIONS[1:]:
+        # Turned content: its box is the box of the turned rectangle, so solve for the two scales.
+        c, s_ = abs(math.cos(math.radians(degrees))), abs(math.sin(math.radians(degrees)))
+        try:
+            tsx, tsy = np.linalg.solve(np.array([[rw * c, rh * s_], [rw * s_, rh * c]]), np.array([ax1 - ax0, ay1 - ay0]))
+        except np.linalg.LinAlgError:
+            continue
+        if full_x and full_y and tsx > 0 and tsy > 0:
+            starts.append(_rotated(tsx, tsy, degrees, ref_centre, ((ax0 + ax1) / 2 - 0.5, (ay0 + ay1) / 2 - 0.5)))
+        # Turned inside its own canvas: the frame's scale about the frame's centre.
+        starts.append(_rotated(frame_sx, frame_sy, degrees, (reference.width / 2 - 0.5, reference.height / 2 - 0.5),
+                               (width / 2 - 0.5, height / 2 - 0.5)))
+    return starts
+
+
+def _start_score(template: np.ndarray, mask: np.ndarray, answer_ink: np.ndarray, start: np.ndarray) -> float:
+    """Correlation of the template with the answer resampled by ``start``, near the reference's ink."""
+    height, width = template.shape
+    pre = cv2.warpAffine(answer_ink, start, (width, height), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                         borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
+    keep = mask > 0
+    t, a = template[keep], pre[keep]
+    t, a = t - t.mean(), a - a.mean()
+    return float((t * a).sum() / (np.sqrt((t * t).sum() * (a * a).sum()) + 1e-9))
+
+
+def _compose(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
+    """The 2x3 map ``outer(inner(p))``."""
+    a, b = outer.astype(np.float64), inner.astype(np.float64)
+    out = np.empty((2, 3), dtype=np.float64)
+    out[:, :2] = a[:, :2] @ b[:, :2]
+    out[:, 2] = a[:, :2] @ b[:, 2] + a[:, 2]
+    return out.astype(np.float32)
+
+
+def _refine(template: np.ndarray, mask: np.ndarray, answer_ink: np.ndarray, start: np.ndarray) -> np.ndarray | None:
+    """ECC refinement of ``start`` (template px -> answer px): the answer is first resampled
+    into the template's frame by ``start``, then ECC finds the small affine change that is
+    left, at half and at full working size; None when it diverges."""
+    height, width = template.shape
+    pre = cv2.warpAffine(answer_ink, start, (width, height), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                         borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
+    warp = np.eye(2, 3, dtype=np.float32)
+    for level in range(len(ECC_ITERATIONS) - 1, -1, -1):
+        f = 2**level
+        if f > 1:
+            size = (max(8, width // f), max(8, height // f))
+            t = cv2.resize(template, size, interpolation=cv2.INTER_AREA)
+            i = cv2.resize(pre, size, interpolation=cv2.INTER_AREA)
+            m = cv2.resize(mask, size, interpolation=cv2.INTER_NEAREST)
+        else:
+            t, i, m = template, pre, mask
+        criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, ECC_ITERATIONS[level], ECC_EPS)
+        try:
+            _, found = cv2.findTransformECCWithMask(t, i, m, None, _to_level(warp, f), cv2.MOTION_AFFINE, criteria, 3)
+        except cv2.error:
+            if level == 0:
+                return None
+            continue
+        warp = _from_level(found, f)
+    return _compose(start, warp)
+
+
+def _to_level(warp: np.ndarray, f: int) -> np.ndarray:
+    """The same map between both pictures reduced by ``f`` (pixel centres kept)."""
+    out = warp.astype(np.float64).copy()
+    linear = out[:, :2]
+    # x_full = A p_full + t, p_full = f p + (f - 1) / 2, x = (x_full - (f - 1) / 2) / f
+    c = (f - 1) / 2
+    out[:, 2] = (linear @ np.array([c, c]) + out[:, 2] - c) / f
+    return out.astype(np.float32)
+
+
+def _from_level(warp: np.ndarray, f: int) -> np.ndarray:
+    out = warp.astype(np.float64).copy()
+    linear = out[:, :2]
+    c = (f - 1) / 2
+    out[:, 2] = out[:, 2] * f + c - linear @ np.array([c, c])
+    return out.astype(np.float32)
+
+
+def _residual(reference: Reference, answer_ink: np.ndarray, warp: np.ndarray) -> float:
+    """Trimmed mean distance (working px) from the reference's ink to the warped answer's ink."""
+    warped = cv2.warpAffine(answer_ink, warp, (reference.width, reference.height),
+                            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderValue=0.0)
+    free = (warped <= INK_THRESHOLD).astype(np.uint8)
+    distance = cv2.distanceTransform(free, cv2.DIST_L2, 3)
+    values = np.minimum(distance[reference.ink > 0.5], DISTANCE_CAP)
+    if values.size == 0:
+        return float("inf")
+    values.sort()
+    return float(values[: max(1, int(len(values) * TRIM))].mean())
+
+
+def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None) -> Registration | str:
+    """``rgb`` resampled into the reference's frame, or the reason no transform fits.
+
+    ``out_width``: the width of the picture returned (default: the answer's own scale).
+    """
+    height, width = rgb.shape[:2]
+    background = _border_colour(rgb)
+    aspect = (width / height) / reference.aspect
+    if abs(aspect - 1) < 0.01 and len(reference.landmarks) >= MIN_LANDMARKS:
+        recall = _landmark_recall(reference, rgb, background)
+        if recall >= FAST_RECALL:
+            return Registration(_recoloured(rgb, background, reference.background),
+                                {"method": "identity", "landmark_recall": round(recall, 4), **_describe(None)})
+
+    factor = min(1.0, math.sqrt(ANSWER_AREA / (width * height)))
+    small = rgb if factor == 1.0 else cv2.resize(rgb, (max(1, round(width * factor)), max(1, round(height * factor))),
+                                                 interpolation=cv2.INTER_AREA)
+    box, margins = _content_box(small)
+    if box[2] - box[0] < 8 or box[3] - box[1] < 8:
+        return "nothing drawn"
+    background = _background_near_box(small, box, margins)
+    answer_ink = cv2.GaussianBlur(_ink(small, background), (0, 0), 1.0)
+    template = cv2.GaussianBlur(reference.ink, (0, 0), 1.0)
+    near = cv2.dilate((reference.ink > INK_THRESHOLD).astype(np.uint8), np.ones((2 * MASK_RADIUS + 1,) * 2, np.uint8))
+    starts = _starts(reference, box, margins, answer_ink)
+    scores = [_start_score(template, near, answer_ink, start) for start in starts]
+    best: tuple[float, np.ndarray] | None = None
+    for k in sorted(range(len(starts)), key=lambda k: -scores[k])[:REFINED_STARTS]:
+        warp = _refine(template, near, answer_ink, starts[k])
+        if warp is None:
+            continue
+        residual = _residual(reference, answer_ink, warp)
+        if best is None or residual < best[0]:
+            best = (residual, warp)
+        if residual <= MAX_RESIDUAL / 2:
+            break
+    if best is None:
+        return "registration did not converge"
+    residual, warp = best
+    if residual > MAX_RESIDUAL:
+        return f"residual {residual:.2f} px after the best transform"
+    # Working px of the reference -> full-resolution answer px.
+    full = _from_level(warp, 1).astype(np.float64)
+    full[:, :] /= factor
+    full[:, 2] += (1 / factor - 1) / 2  # pixel centres of the reduction
+    # Normalised puzzle coordinates -> answer coordinates (pixel (i, j) covers i..i+1, j..j+1).
+    matrix = full.copy()
+    matrix[:, 0] = full[:, 0] * reference.width
+    matrix[:, 1] = full[:, 1] * reference.height
+    matrix[:, 2] = full[:, 2] - 0.5 * (full[:, 0] + full[:, 1]) + 0.5  # continuous coordinates: pixel edges
+    details = {"method": "registered", "residual": round(residual, 3), **_describe(matrix, width, height)}
+    if _is_identity(matrix, width, height) and abs(aspect - 1) < 0.01:
+        details["method"] = "identity"
+        return Registration(_recoloured(rgb, background, reference.background), details)
+    scale_x = float(np.hypot(matrix[0, 0], matrix[1, 0]))
+    out_w = out_width or max(16, round(scale_x))
+    out_h = max(16, round(out_w / reference.aspect))
+    to_answer = matrix.copy()
+    to_answer[:, 0] = matrix[:, 0] / out_w
+    to_answer[:, 1] = matrix[:, 1] / out_h
+    to_answer[:, 2] = matrix[:, 2] + 0.5 * (to_answer[:, 0] + to_answer[:, 1]) - 0.5
+    warped = cv2.warpAffine(rgb, to_answer.astype(np.float64), (out_w, out_h),
+                            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_REPLICATE)
+    return Registration(_recoloured(warped, background, reference.background), details)
+
+
+def _is_identity(matrix: np.ndarray, width: int, height: int) -> bool:
+    corners = np.array([[0, 0, 1], [1, 0, 1], [0, 1, 1], [1, 1, 1]], dtype=np.float64)
+    mapped = corners @ matrix.T
+    expected = corners[:, :2] * np.array([width, height])
+    return bool(np.abs(mapped - expected).max() <= IDENTITY_PX)
+
+
+def _describe(matrix: np.ndarray | None, width: int = 1, height: int = 1) -> dict[str, Any]:
+    """The transform in words: scales and shifts relative to the answer's frame, rotation in degrees."""
+    if matrix is None:
+        return {"scale": [1.0, 1.0], "shift": [0.0, 0.0], "rotation_deg": 0.0}
+    sx = float(np.hypot(matrix[0, 0], matrix[1, 0])) / width
+    sy = float(np.hypot(matrix[0, 1], matrix[1, 1])) / height
+    rotation = math.degrees(math.atan2(float(matrix[1, 0]), float(matrix[0, 0])))
+    return {
+        "scale": [round(sx, 4), round(sy, 4)],
+        "shift": [round(float(matrix[0, 2]) / width, 4), round(float(matrix[1, 2]) / height, 4)],
+        "rotation_deg": round(rotation, 3),
+        "matrix": [[round(float(v), 3) for v in row] for row in matrix],
+    }
+
+
+def _recoloured(rgb: np.ndarray, background: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Scale each channel so the answer's background becomes the puzzle's (a tinted or off-white
+    background otherwise shifts every colour the verifier classifies)."""
+    if np.abs(background - target).max() <= BACKGROUND_TOLERANCE:
+        return rgb
+    gain = (target + 1.0) / (background + 1.0)
+    return np.clip(rgb.astype(np.float32) * gain[None, None, :], 0, 255).astype(np.uint8)
+
+
+# ---------------------------------------------------------------- the verifiers' entry
+
+
+def answer_in_frame(task: str, meta: Mapping[str, Any], image: Any, puzzle: Any = None) -> Registration | Verdict:
+    """The answer registered to the bare puzzle of ``meta`` (``puzzle`` when given, else drawn
+    from meta), or the unusable verdict saying why it cannot be read."""
+    try:
+        rgb = load_rgb(image)
+    except UnusableImage as exc:
+        return Verdict.unusable(str(exc))
+    if puzzle is not None:
+        try:
+            reference = reference_from_image(load_rgb(puzzle))
+        except UnusableImage as exc:
+            return Verdict.unusable(f"the puzzle image: {exc}")
+    else:
+        reference = reference_for(task, meta)
+    result = register(reference, rgb)
+    if isinstance(result, str):
+        return Verdict.unusable(f"could not align the answer with the puzzle ({result})")
+    return result
