@@ -257,13 +257,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--puzzles", type=int, default=2, help="puzzles per task and difficulty")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--tasks", nargs="*", help="default: every registered task")
+    parser.add_argument("--difficulties", nargs="*", choices=DIFFICULTIES, help="default: all three")
     parser.add_argument("--distortions", nargs="*", choices=list(DISTORTIONS), help="default: all")
     parser.add_argument("--with-puzzle", action="store_true", help="pass the bare puzzle image as the reference")
     parser.add_argument("--out", default="bench/results/verifier_robustness.json")
     args = parser.parse_args(argv)
     tasks = args.tasks or [spec.name for spec in all_tasks()]
     names = args.distortions or list(DISTORTIONS)
-    jobs = [(t, d, i, tuple(names), args.with_puzzle) for t in tasks for d in DIFFICULTIES for i in range(args.puzzles)]
+    jobs = [(t, d, i, tuple(names), args.with_puzzle) for t in tasks for d in (args.difficulties or DIFFICULTIES)
+            for i in range(args.puzzles)]
     started = time.perf_counter()
     if args.workers <= 1:
         results = [measure(job) for job in jobs]

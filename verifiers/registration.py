@@ -49,7 +49,7 @@ from vrforge.types import Verdict
 cv2.setNumThreads(1)
 
 WORK_AREA = 360 * 360  # working pixels of the reference (3:1 mazes get 624 x 208)
-ANSWER_AREA = 4 * WORK_AREA  # the answer is reduced to at most this before registration
+ANSWER_AREA = 2 * WORK_AREA  # the answer is reduced to at most this before registration
 UNIFORM_SPREAD = 48  # a row or column whose colours span less than this (after a blur) is empty
 INK_THRESHOLD = 0.16  # of 255: farther than this from the background colour is ink
 LANDMARK_LIMIT = 3000
@@ -143,18 +143,22 @@ def _border_colour(rgb: np.ndarray) -> np.ndarray:
 
 
 def _ink(rgb: np.ndarray, background: np.ndarray) -> np.ndarray:
-    """Per pixel: the largest channel difference from ``background``, as 0..1."""
-    diff = np.abs(rgb.astype(np.float32) - background.astype(np.float32)[None, None, :])
-    return diff.max(axis=2) / 255.0
+    """Per pixel: the largest channel difference from ``background``, as 0..1 (float32)."""
+    level = np.clip(np.round(background), 0, 255).astype(np.uint8)
+    diff = cv2.absdiff(rgb, np.broadcast_to(level, rgb.shape).copy())
+    r, g, b = cv2.split(diff)
+    return cv2.max(cv2.max(r, g), b).astype(np.float32) * np.float32(1 / 255)
 
 
 def _content_box(rgb: np.ndarray) -> tuple[tuple[float, float, float, float], tuple[bool, bool, bool, bool]]:
     """The box left after peeling uniform rows and columns off every side, and per side
     (left, top, right, bottom) whether anything was peeled there (False: the content touches
     the edge, so that side may be cut)."""
-    blurred = cv2.GaussianBlur(rgb, (0, 0), 1.0).astype(np.int16)
-    row_spread = (blurred.max(axis=1) - blurred.min(axis=1)).max(axis=1)
-    col_spread = (blurred.max(axis=0) - blurred.min(axis=0)).max(axis=1)
+    blurred = cv2.GaussianBlur(rgb, (0, 0), 1.0)
+    row_spread = (cv2.reduce(blurred, 1, cv2.REDUCE_MAX).astype(np.int16)
+                  - cv2.reduce(blurred, 1, cv2.REDUCE_MIN)).reshape(-1, 3).max(axis=1)
+    col_spread = (cv2.reduce(blurred, 0, cv2.REDUCE_MAX).astype(np.int16)
+                  - cv2.reduce(blurred, 0, cv2.REDUCE_MIN)).reshape(-1, 3).max(axis=1)
     rows = np.nonzero(row_spread > UNIFORM_SPREAD)[0]
     cols = np.nonzero(col_spread > UNIFORM_SPREAD)[0]
     height, width = rgb.shape[:2]
@@ -311,10 +315,10 @@ def _starts(reference: Reference, box: tuple[float, float, float, float], margin
 
 
 def _start_score(template: np.ndarray, mask: np.ndarray, answer_ink: np.ndarray, start: np.ndarray) -> float:
-    """Correlation of the template with the answer resampled by ``start``, near the reference's ink."""
+    """Correlation of the (half-size) template with the answer resampled by ``start``, near the reference's ink."""
     height, width = template.shape
-    pre = cv2.warpAffine(answer_ink, start, (width, height), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-                         borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
+    pre = cv2.warpAffine(answer_ink, _compose(start, np.array([[2, 0, 0.5], [0, 2, 0.5]], dtype=np.float32)), (width, height),
+                         flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
     keep = mask > 0
     t, a = template[keep], pre[keep]
     t, a = t - t.mean(), a - a.mean()
@@ -414,7 +418,10 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
     template = cv2.GaussianBlur(reference.ink, (0, 0), 1.0)
     near = cv2.dilate((reference.ink > INK_THRESHOLD).astype(np.uint8), np.ones((2 * MASK_RADIUS + 1,) * 2, np.uint8))
     starts = _starts(reference, box, margins, answer_ink)
-    scores = [_start_score(template, near, answer_ink, start) for start in starts]
+    half = (reference.width // 2, reference.height // 2)
+    half_template = cv2.resize(template, half, interpolation=cv2.INTER_AREA)
+    half_near = cv2.resize(near, half, interpolation=cv2.INTER_NEAREST)
+    scores = [_start_score(half_template, half_near, answer_ink, start) for start in starts]
     best: tuple[float, np.ndarray] | None = None
     for k in sorted(range(len(starts)), key=lambda k: -scores[k])[:REFINED_STARTS]:
         warp = _refine(template, near, answer_ink, starts[k])
