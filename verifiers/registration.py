@@ -218,7 +218,7 @@ def _landmark_recall(reference: Reference, rgb: np.ndarray, background: np.ndarr
 
 ROTATIONS = (0.0, 1.5, -1.5, 3.0, -3.0)  # degrees: starts for answers turned in their canvas
 SCALE_SEARCH = np.exp(np.linspace(math.log(0.85), math.log(1.18), 41))  # around a guess, for a cut axis
-REFINED_STARTS = 2  # the best-scoring starts that ECC refines
+REFINED_STARTS = 3  # the best-scoring starts that ECC refines
 
 
 def _affine(sx: float, sy: float, tx: float, ty: float) -> np.ndarray:
@@ -282,10 +282,16 @@ def _starts(reference: Reference, box: tuple[float, float, float, float], margin
         anchor_ref, anchor_ans = (r0, a0) if lo_ok else (r1, a1)
         return _profile_scale(ref_profile, ans_profile, anchor_ref, anchor_ans, guess)
 
-    if sx is None:
-        sx = cut_axis(0, sy, frame_sx)
-    if sy is None:
-        sy = cut_axis(1, sx, frame_sy)
+    def scales(axis: int, known: float | None, other: float | None, frame: float) -> list[float]:
+        """The axis' scale when both sides show; else every guess: the profile match, the other
+        axis' scale (a uniform change) and the frame's (a crop resized back)."""
+        if known is not None:
+            return [known]
+        out: list[float] = []
+        for guess in (cut_axis(axis, other, frame), other, frame):
+            if guess and all(abs(guess / g - 1) > 0.004 for g in out):
+                out.append(guess)
+        return out
 
     def place(lo_ok: bool, hi_ok: bool, a0: float, a1: float, r0: float, r1: float, scale: float) -> float:
         if lo_ok and not hi_ok:
@@ -294,10 +300,13 @@ def _starts(reference: Reference, box: tuple[float, float, float, float], margin
             return a1 - scale * r1
         return (a0 + a1) / 2 - scale * (r0 + r1) / 2
 
-    tx = place(margins[0], margins[2], ax0, ax1, rx0, rx1, sx)
-    ty = place(margins[1], margins[3], ay0, ay1, ry0, ry1, sy)
-    # A pixel's centre is at +0.5: the boxes map edges, so shift to centres.
-    starts = [_affine(sx, sy, tx + 0.5 * sx - 0.5, ty + 0.5 * sy - 0.5)]
+    starts = []
+    for sx_ in scales(0, sx, sy, frame_sx):
+        for sy_ in scales(1, sy, sx, frame_sy):
+            tx = place(margins[0], margins[2], ax0, ax1, rx0, rx1, sx_)
+            ty = place(margins[1], margins[3], ay0, ay1, ry0, ry1, sy_)
+            # A pixel's centre is at +0.5: the boxes map edges, so shift to centres.
+            starts.append(_affine(sx_, sy_, tx + 0.5 * sx_ - 0.5, ty + 0.5 * sy_ - 0.5))
     ref_centre = ((rx0 + rx1) / 2 - 0.5, (ry0 + ry1) / 2 - 0.5)
     for degrees in ROTATIONS[1:]:
         # Turned content: its box is the box of the turned rectangle, so solve for the two scales.
@@ -334,13 +343,14 @@ def _compose(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
     return out.astype(np.float32)
 
 
-def _refine(template: np.ndarray, mask: np.ndarray, answer_ink: np.ndarray, start: np.ndarray) -> np.ndarray | None:
+def _refine(template: np.ndarray, mask: np.ndarray, answer_ink: np.ndarray, start: np.ndarray) -> np.ndarray:
     """ECC refinement of ``start`` (template px -> answer px): the answer is first resampled
     into the template's frame by ``start``, then ECC finds the small affine change that is
-    left, at half and at full working size; None when it diverges."""
+    left, at half and at full working size (the residual then judges the result)."""
     height, width = template.shape
     pre = cv2.warpAffine(answer_ink, start, (width, height), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
                          borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
+    mask = mask * _inside(answer_ink.shape, start, (width, height))  # a cut-off part cannot be compared
     warp = np.eye(2, 3, dtype=np.float32)
     for level in range(len(ECC_ITERATIONS) - 1, -1, -1):
         f = 2**level
@@ -352,13 +362,20 @@ def _refine(template: np.ndarray, mask: np.ndarray, answer_ink: np.ndarray, star
         else:
             t, i, m = template, pre, mask
         criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, ECC_ITERATIONS[level], ECC_EPS)
-        try:
-            _, found = cv2.findTransformECCWithMask(t, i, m, None, _to_level(warp, f), cv2.MOTION_AFFINE, criteria, 3)
-        except cv2.error:
-            if level == 0:
-                return None
-            continue
-        warp = _from_level(found, f)
+        found = None
+        # Near the puzzle's ink first (an answer's own strokes elsewhere do not pull); where that
+        # region is too uniform to correlate, the whole picture.
+        for use_mask in (True, False):
+            try:
+                if use_mask:
+                    _, found = cv2.findTransformECCWithMask(t, i, m, None, _to_level(warp, f), cv2.MOTION_AFFINE, criteria, 3)
+                else:
+                    _, found = cv2.findTransformECC(t, i, _to_level(warp, f), cv2.MOTION_AFFINE, criteria, None, 3)
+                break
+            except cv2.error:
+                continue
+        if found is not None:  # else no improvement from here: keep what the coarser level found
+            warp = _from_level(found, f)
     return _compose(start, warp)
 
 
@@ -380,17 +397,32 @@ def _from_level(warp: np.ndarray, f: int) -> np.ndarray:
     return out.astype(np.float32)
 
 
-def _residual(reference: Reference, answer_ink: np.ndarray, warp: np.ndarray) -> float:
-    """Trimmed mean distance (working px) from the reference's ink to the warped answer's ink."""
+def _inside(shape: tuple[int, ...], warp: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """uint8 mask of the template pixels that ``warp`` maps inside the answer (a pixel's margin kept)."""
+    ones = np.ones(shape[:2], dtype=np.uint8)
+    inside = cv2.warpAffine(ones, warp, size, flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP,
+                            borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    return cv2.erode(inside, np.ones((5, 5), np.uint8), borderType=cv2.BORDER_REPLICATE)
+
+
+def _distances(reference: Reference, answer_ink: np.ndarray, warp: np.ndarray) -> np.ndarray:
+    """Distance (working px, capped) from every ink pixel of the reference to the nearest ink of the
+    answer resampled by ``warp``, sorted."""
     warped = cv2.warpAffine(answer_ink, warp, (reference.width, reference.height),
                             flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderValue=0.0)
     free = (warped <= INK_THRESHOLD).astype(np.uint8)
     distance = cv2.distanceTransform(free, cv2.DIST_L2, 3)
-    values = np.minimum(distance[reference.ink > 0.5], DISTANCE_CAP)
-    if values.size == 0:
-        return float("inf")
+    seen = _inside(answer_ink.shape, warp, (reference.width, reference.height)) > 0
+    values = np.minimum(distance[(reference.ink > 0.5) & seen], DISTANCE_CAP)
     values.sort()
-    return float(values[: max(1, int(len(values) * TRIM))].mean())
+    return values
+
+
+def _residual(distances: np.ndarray) -> float:
+    """The trimmed mean distance: a part of the puzzle's ink the answer erased does not count."""
+    if distances.size == 0:
+        return float("inf")
+    return float(distances[: max(1, int(len(distances) * TRIM))].mean())
 
 
 def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None) -> Registration | str:
@@ -425,16 +457,16 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
     best: tuple[float, np.ndarray] | None = None
     for k in sorted(range(len(starts)), key=lambda k: -scores[k])[:REFINED_STARTS]:
         warp = _refine(template, near, answer_ink, starts[k])
-        if warp is None:
-            continue
-        residual = _residual(reference, answer_ink, warp)
-        if best is None or residual < best[0]:
-            best = (residual, warp)
-        if residual <= MAX_RESIDUAL / 2:
+        distances = _distances(reference, answer_ink, warp)
+        # Candidates are ranked by the mean over all the ink (each sees the same erasures, if any).
+        fit = float(distances.mean()) if distances.size else float("inf")
+        if best is None or fit < best[0]:
+            best = (fit, warp, _residual(distances))
+        if fit <= MAX_RESIDUAL / 4:
             break
     if best is None:
-        return "registration did not converge"
-    residual, warp = best
+        return "no start to refine"
+    _, warp, residual = best
     if residual > MAX_RESIDUAL:
         return f"residual {residual:.2f} px after the best transform"
     # Working px of the reference -> full-resolution answer px.
