@@ -55,13 +55,17 @@ INK_THRESHOLD = 0.16  # of 255: farther than this from the background colour is 
 LANDMARK_LIMIT = 3000
 MIN_LANDMARKS = 100
 FAST_RECALL = 0.99  # landmark share that must be ink for the answer to be read as it is
+CLEAR_DISTANCE = 4  # working px from any ink: the reference's clear background
+MIN_CLEAR = 0.3  # share of the clear background an answer must leave clear (noise or a filled canvas does not)
 MAX_RESIDUAL = 0.6  # working pixels: above this the answer does not fit the puzzle
+MAX_ROTATION = 6.0  # degrees: a transform turning more (or shearing more than MAX_SKEW) is no model's edit
+MAX_SKEW = 2.0
 TRIM = 0.85  # share of the reference's ink the residual is averaged over (erased ink tolerated)
 DISTANCE_CAP = 8.0
 IDENTITY_PX = 0.75  # a transform moving no corner farther than this (answer pixels) is the identity
 BACKGROUND_TOLERANCE = 6  # per channel: a background farther than this from the puzzle's is corrected
 ECC_ITERATIONS = (40, 40)  # full working size, half size
-ECC_EPS = 1e-4
+ECC_EPS = 1e-5
 MASK_RADIUS = 3  # working px around the reference's ink that ECC compares (an answer's own strokes farther off are ignored)
 
 
@@ -74,6 +78,7 @@ class Reference:
     ink: np.ndarray  # float32 (h, w), 0..1
     box: tuple[float, float, float, float]  # content box x0, y0, x1, y1 (pixel edges)
     landmarks: np.ndarray  # (K, 2) normalised (x, y) of solid ink pixels
+    clear: np.ndarray  # (K, 2) normalised (x, y) of background pixels away from any ink
     background: np.ndarray  # RGB of the puzzle's background
 
     @property
@@ -130,7 +135,11 @@ def reference_from_image(rgb: np.ndarray) -> Reference:
     ys, xs = np.nonzero(ink > 0.6)
     step = max(1, math.ceil(len(xs) / LANDMARK_LIMIT))
     landmarks = np.stack([(xs[::step] + 0.5) / work_w, (ys[::step] + 0.5) / work_h], axis=1)
-    return Reference(work_w, work_h, ink, box, landmarks, background)
+    away = cv2.distanceTransform((ink <= INK_THRESHOLD).astype(np.uint8), cv2.DIST_L2, 3) >= CLEAR_DISTANCE
+    ys, xs = np.nonzero(away)
+    step = max(1, math.ceil(len(xs) / LANDMARK_LIMIT))
+    clear = np.stack([(xs[::step] + 0.5) / work_w, (ys[::step] + 0.5) / work_h], axis=1)
+    return Reference(work_w, work_h, ink, box, landmarks, clear, background)
 
 
 # ---------------------------------------------------------------- picture measures
@@ -198,6 +207,18 @@ def _background_near_box(rgb: np.ndarray, box: tuple[float, float, float, float]
 
 
 # ---------------------------------------------------------------- the fast path
+
+
+def _clear_share(reference: Reference, rgb: np.ndarray, background: np.ndarray) -> float:
+    """Share of the reference's clear background that is background in ``rgb`` read as it is
+    (an answer adds strokes, but a picture that is ink everywhere is not this puzzle)."""
+    if len(reference.clear) == 0:
+        return 1.0
+    height, width = rgb.shape[:2]
+    xs = np.clip((reference.clear[:, 0] * width).astype(np.int64), 0, width - 1)
+    ys = np.clip((reference.clear[:, 1] * height).astype(np.int64), 0, height - 1)
+    ink = np.abs(rgb[ys, xs].astype(np.float32) - background).max(axis=1) / 255.0
+    return float(np.mean(ink <= INK_THRESHOLD))
 
 
 def _landmark_recall(reference: Reference, rgb: np.ndarray, background: np.ndarray) -> float:
@@ -405,9 +426,10 @@ def _inside(shape: tuple[int, ...], warp: np.ndarray, size: tuple[int, int]) -> 
     return cv2.erode(inside, np.ones((5, 5), np.uint8), borderType=cv2.BORDER_REPLICATE)
 
 
-def _distances(reference: Reference, answer_ink: np.ndarray, warp: np.ndarray) -> np.ndarray:
-    """Distance (working px, capped) from every ink pixel of the reference to the nearest ink of the
-    answer resampled by ``warp``, sorted."""
+def _distances(reference: Reference, answer_ink: np.ndarray, warp: np.ndarray) -> tuple[np.ndarray, float]:
+    """Distance (working px, capped, sorted) from every ink pixel of the reference to the nearest
+    ink of the answer resampled by ``warp``; and the share of the reference's clear background
+    that is clear in the answer."""
     warped = cv2.warpAffine(answer_ink, warp, (reference.width, reference.height),
                             flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderValue=0.0)
     free = (warped <= INK_THRESHOLD).astype(np.uint8)
@@ -415,7 +437,10 @@ def _distances(reference: Reference, answer_ink: np.ndarray, warp: np.ndarray) -
     seen = _inside(answer_ink.shape, warp, (reference.width, reference.height)) > 0
     values = np.minimum(distance[(reference.ink > 0.5) & seen], DISTANCE_CAP)
     values.sort()
-    return values
+    xs = (reference.clear[:, 0] * reference.width).astype(np.int64)
+    ys = (reference.clear[:, 1] * reference.height).astype(np.int64)
+    clear = float(np.mean(free[ys, xs])) if len(xs) else 1.0
+    return values, clear
 
 
 def _residual(distances: np.ndarray) -> float:
@@ -435,7 +460,7 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
     aspect = (width / height) / reference.aspect
     if abs(aspect - 1) < 0.01 and len(reference.landmarks) >= MIN_LANDMARKS:
         recall = _landmark_recall(reference, rgb, background)
-        if recall >= FAST_RECALL:
+        if recall >= FAST_RECALL and _clear_share(reference, rgb, background) >= MIN_CLEAR:
             return Registration(_recoloured(rgb, background, reference.background),
                                 {"method": "identity", "landmark_recall": round(recall, 4), **_describe(None)})
 
@@ -457,18 +482,23 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
     best: tuple[float, np.ndarray] | None = None
     for k in sorted(range(len(starts)), key=lambda k: -scores[k])[:REFINED_STARTS]:
         warp = _refine(template, near, answer_ink, starts[k])
-        distances = _distances(reference, answer_ink, warp)
+        distances, clear = _distances(reference, answer_ink, warp)
         # Candidates are ranked by the mean over all the ink (each sees the same erasures, if any).
         fit = float(distances.mean()) if distances.size else float("inf")
         if best is None or fit < best[0]:
-            best = (fit, warp, _residual(distances))
+            best = (fit, warp, _residual(distances), clear)
         if fit <= MAX_RESIDUAL / 4:
             break
     if best is None:
         return "no start to refine"
-    _, warp, residual = best
+    _, warp, residual, clear = best
     if residual > MAX_RESIDUAL:
         return f"residual {residual:.2f} px after the best transform"
+    if clear < MIN_CLEAR:
+        return f"ink over {100 * (1 - clear):.0f} % of the puzzle's empty background"
+    rotation, skew = _angles(warp)
+    if abs(rotation) > MAX_ROTATION or abs(skew) > MAX_SKEW:
+        return f"the best transform turns by {rotation:.1f} degrees and shears by {skew:.1f}"
     # Working px of the reference -> full-resolution answer px.
     full = _from_level(warp, 1).astype(np.float64)
     full[:, :] /= factor
@@ -492,6 +522,14 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
     warped = cv2.warpAffine(rgb, to_answer.astype(np.float64), (out_w, out_h),
                             flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_REPLICATE)
     return Registration(_recoloured(warped, background, reference.background), details)
+
+
+def _angles(warp: np.ndarray) -> tuple[float, float]:
+    """Rotation of the x axis and the shear between the axes, in degrees."""
+    x_axis, y_axis = warp[:, 0].astype(np.float64), warp[:, 1].astype(np.float64)
+    rotation = math.degrees(math.atan2(x_axis[1], x_axis[0]))
+    between = math.degrees(math.atan2(x_axis[0] * y_axis[1] - x_axis[1] * y_axis[0], float(x_axis @ y_axis)))
+    return rotation, 90.0 - between
 
 
 def _is_identity(matrix: np.ndarray, width: int, height: int) -> bool:
