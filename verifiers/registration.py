@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import cv2
@@ -52,7 +53,7 @@ WORK_AREA = 360 * 360  # working pixels of the reference (3:1 mazes get 624 x 20
 ANSWER_AREA = 2 * WORK_AREA  # the answer is reduced to at most this before registration
 UNIFORM_SPREAD = 48  # a row or column whose colours span less than this (after a blur) is empty
 INK_THRESHOLD = 0.16  # of 255: farther than this from the background colour is ink
-LANDMARK_LIMIT = 3000
+LANDMARK_LIMIT = 1500
 MIN_LANDMARKS = 100
 FAST_RECALL = 0.99  # landmark share that must be ink for the answer to be read as it is
 CLEAR_DISTANCE = 4  # working px from any ink: the reference's clear background
@@ -75,8 +76,8 @@ class Reference:
 
     width: int
     height: int
+    rgb: np.ndarray  # the picture at working size
     ink: np.ndarray  # float32 (h, w), 0..1
-    box: tuple[float, float, float, float]  # content box x0, y0, x1, y1 (pixel edges)
     landmarks: np.ndarray  # (K, 2) normalised (x, y) of solid ink pixels
     clear: np.ndarray  # (K, 2) normalised (x, y) of background pixels away from any ink
     background: np.ndarray  # RGB of the puzzle's background
@@ -84,6 +85,11 @@ class Reference:
     @property
     def aspect(self) -> float:
         return self.width / self.height
+
+    @cached_property
+    def box(self) -> tuple[float, float, float, float]:
+        """The content box x0, y0, x1, y1 (pixel edges); only a misaligned answer needs it."""
+        return _content_box(self.rgb)[0]
 
 
 @dataclass(frozen=True)
@@ -131,7 +137,6 @@ def reference_from_image(rgb: np.ndarray) -> Reference:
     small = cv2.resize(rgb, (work_w, work_h), interpolation=cv2.INTER_AREA) if (work_w, work_h) != (width, height) else rgb
     background = _border_colour(small)
     ink = _ink(small, background)
-    box, _ = _content_box(small)
     ys, xs = np.nonzero(ink > 0.6)
     step = max(1, math.ceil(len(xs) / LANDMARK_LIMIT))
     landmarks = np.stack([(xs[::step] + 0.5) / work_w, (ys[::step] + 0.5) / work_h], axis=1)
@@ -139,7 +144,7 @@ def reference_from_image(rgb: np.ndarray) -> Reference:
     ys, xs = np.nonzero(away)
     step = max(1, math.ceil(len(xs) / LANDMARK_LIMIT))
     clear = np.stack([(xs[::step] + 0.5) / work_w, (ys[::step] + 0.5) / work_h], axis=1)
-    return Reference(work_w, work_h, ink, box, landmarks, clear, background)
+    return Reference(work_w, work_h, small, ink, landmarks, clear, background)
 
 
 # ---------------------------------------------------------------- picture measures
