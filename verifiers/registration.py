@@ -55,7 +55,7 @@ UNIFORM_SPREAD = 48  # a row or column whose colours span less than this (after 
 INK_THRESHOLD = 0.16  # of 255: farther than this from the background colour is ink
 LANDMARK_LIMIT = 1500
 MIN_LANDMARKS = 100
-FAST_RECALL = 0.99  # landmark share that must be ink for the answer to be read as it is
+FAST_RECALL = 0.97  # landmark share that must be ink for the answer to be read as it is
 CLEAR_DISTANCE = 4  # working px from any ink: the reference's clear background
 MIN_CLEAR = 0.3  # share of the clear background an answer must leave clear (noise or a filled canvas does not)
 MAX_RESIDUAL = 0.6  # working pixels: above this the answer does not fit the puzzle
@@ -63,7 +63,7 @@ MAX_ROTATION = 6.0  # degrees: a transform turning more (or shearing more than M
 MAX_SKEW = 2.0
 TRIM = 0.85  # share of the reference's ink the residual is averaged over (erased ink tolerated)
 DISTANCE_CAP = 8.0
-IDENTITY_PX = 0.75  # a transform moving no corner farther than this (answer pixels) is the identity
+IDENTITY_PX = 1.5  # a transform moving no corner farther than this (answer pixels) from the frame is the identity
 BACKGROUND_TOLERANCE = 6  # per channel: a background farther than this from the puzzle's is corrected
 ECC_ITERATIONS = (40, 40)  # full working size, half size
 ECC_EPS = 1e-5
@@ -231,7 +231,10 @@ def _landmark_recall(reference: Reference, rgb: np.ndarray, background: np.ndarr
     height, width = rgb.shape[:2]
     xs = (reference.landmarks[:, 0] * width).astype(np.int64)
     ys = (reference.landmarks[:, 1] * height).astype(np.int64)
-    offsets = np.arange(-1, 2)  # within a pixel: the landmark's centre may fall just beside a thin stroke
+    # Within half a working pixel (at least one answer pixel): a landmark's centre may fall just
+    # beside a thin stroke of a larger picture.
+    radius = max(1, math.ceil(0.5 * width / reference.width))
+    offsets = np.arange(-radius, radius + 1)
     wx = np.clip(xs[:, None, None] + offsets[None, None, :], 0, width - 1)
     wy = np.clip(ys[:, None, None] + offsets[None, :, None], 0, height - 1)
     values = rgb[wy, wx].astype(np.float32)  # (K, 3, 3, 3)
@@ -480,41 +483,45 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
     template = cv2.GaussianBlur(reference.ink, (0, 0), 1.0)
     near = cv2.dilate((reference.ink > INK_THRESHOLD).astype(np.uint8), np.ones((2 * MASK_RADIUS + 1,) * 2, np.uint8))
     starts = _starts(reference, box, margins, answer_ink)
+    plain: list[np.ndarray] = []
+    if abs(aspect - 1) < 0.01:  # the answer's frame may be the puzzle's: the plain resize competes as it is
+        sx, sy = small.shape[1] / reference.width, small.shape[0] / reference.height
+        plain.append(_affine(sx, sy, 0.5 * sx - 0.5, 0.5 * sy - 0.5))
     half = (reference.width // 2, reference.height // 2)
     half_template = cv2.resize(template, half, interpolation=cv2.INTER_AREA)
     half_near = cv2.resize(near, half, interpolation=cv2.INTER_NEAREST)
     scores = [_start_score(half_template, half_near, answer_ink, start) for start in starts]
     best: tuple[float, np.ndarray] | None = None
-    for k in sorted(range(len(starts)), key=lambda k: -scores[k])[:REFINED_STARTS]:
-        warp = _refine(template, near, answer_ink, starts[k])
-        distances, clear = _distances(reference, answer_ink, warp)
-        # Candidates are ranked by the mean over all the ink (each sees the same erasures, if any).
-        fit = float(distances.mean()) if distances.size else float("inf")
-        if best is None or fit < best[0]:
-            best = (fit, warp, _residual(distances), clear)
-        if fit <= MAX_RESIDUAL / 4:
+    ranked = sorted(range(len(starts)), key=lambda k: -scores[k])[:REFINED_STARTS]
+    for candidates in [plain] + [[starts[k]] for k in ranked]:
+        # A start competes with what ECC makes of it: ECC follows an answer's large shapes when
+        # they moved and the puzzle's lines did not.
+        for warp in candidates + ([_refine(template, near, answer_ink, candidates[0])] if candidates else []):
+            distances, clear = _distances(reference, answer_ink, warp)
+            # Candidates are ranked by the mean over all the ink (each sees the same erasures, if any).
+            fit = float(distances.mean()) if distances.size else float("inf")
+            if best is None or fit < best[0]:
+                best = (fit, warp, _residual(distances), clear)
+        if best is not None and best[0] <= MAX_RESIDUAL / 4:
             break
     if best is None:
         return "no start to refine"
     _, warp, residual, clear = best
-    if residual > MAX_RESIDUAL:
+    full = _answer_matrix(reference, warp, factor)
+    # A picture in the puzzle's own frame needs no fit: what it lacks is for the checks to judge
+    # (an erased diagram is a failed check, not a misaligned answer).
+    framed = (_is_identity(full, width, height) and abs(aspect - 1) < 0.01
+              and _clear_share(reference, rgb, _border_colour(rgb)) >= MIN_CLEAR)
+    if residual > MAX_RESIDUAL and not framed:
         return f"residual {residual:.2f} px after the best transform"
     if clear < MIN_CLEAR:
         return f"ink over {100 * (1 - clear):.0f} % of the puzzle's empty background"
     rotation, skew = _angles(warp)
     if abs(rotation) > MAX_ROTATION or abs(skew) > MAX_SKEW:
         return f"the best transform turns by {rotation:.1f} degrees and shears by {skew:.1f}"
-    # Working px of the reference -> full-resolution answer px.
-    full = _from_level(warp, 1).astype(np.float64)
-    full[:, :] /= factor
-    full[:, 2] += (1 / factor - 1) / 2  # pixel centres of the reduction
-    # Normalised puzzle coordinates -> answer coordinates (pixel (i, j) covers i..i+1, j..j+1).
-    matrix = full.copy()
-    matrix[:, 0] = full[:, 0] * reference.width
-    matrix[:, 1] = full[:, 1] * reference.height
-    matrix[:, 2] = full[:, 2] - 0.5 * (full[:, 0] + full[:, 1]) + 0.5  # continuous coordinates: pixel edges
+    matrix = full
     details = {"method": "registered", "residual": round(residual, 3), **_describe(matrix, width, height)}
-    if _is_identity(matrix, width, height) and abs(aspect - 1) < 0.01:
+    if framed:
         details["method"] = "identity"
         return Registration(_recoloured(rgb, background, reference.background), details)
     scale_x = float(np.hypot(matrix[0, 0], matrix[1, 0]))
@@ -527,6 +534,18 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
     warped = cv2.warpAffine(rgb, to_answer.astype(np.float64), (out_w, out_h),
                             flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_REPLICATE)
     return Registration(_recoloured(warped, background, reference.background), details)
+
+
+def _answer_matrix(reference: Reference, warp: np.ndarray, factor: float) -> np.ndarray:
+    """The map from normalised puzzle coordinates to continuous answer coordinates (pixel
+    (i, j) covers i..i+1, j..j+1), from ``warp`` (working px -> reduced answer px)."""
+    full = warp.astype(np.float64) / factor
+    full[:, 2] += (1 / factor - 1) / 2  # pixel centres of the reduction
+    matrix = full.copy()
+    matrix[:, 0] = full[:, 0] * reference.width
+    matrix[:, 1] = full[:, 1] * reference.height
+    matrix[:, 2] = full[:, 2] - 0.5 * (full[:, 0] + full[:, 1]) + 0.5
+    return matrix
 
 
 def _angles(warp: np.ndarray) -> tuple[float, float]:
