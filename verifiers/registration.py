@@ -61,6 +61,7 @@ MIN_CLEAR = 0.3  # share of the clear background an answer must leave clear (noi
 MAX_RESIDUAL = 0.6  # working pixels: above this the answer does not fit the puzzle
 MAX_ROTATION = 6.0  # degrees: a transform turning more (or shearing more than MAX_SKEW) is no model's edit
 MAX_SKEW = 2.0
+MAX_STRETCH = 4.0  # x scale over y scale: a 3:1 puzzle squeezed onto a square canvas is 3.1
 TRIM = 0.85  # share of the reference's ink the residual is averaged over (erased ink tolerated)
 DISTANCE_CAP = 8.0
 IDENTITY_PX = 1.5  # a transform moving no corner farther than this (answer pixels) from the frame is the identity
@@ -176,8 +177,8 @@ def _content_box(rgb: np.ndarray) -> tuple[tuple[float, float, float, float], tu
     rows = np.nonzero(row_spread > UNIFORM_SPREAD)[0]
     cols = np.nonzero(col_spread > UNIFORM_SPREAD)[0]
     height, width = rgb.shape[:2]
-    if len(rows) == 0 or len(cols) == 0:
-        return (0.0, 0.0, float(width), float(height)), (False, False, False, False)
+    if len(rows) == 0 or len(cols) == 0:  # nothing drawn
+        return (0.0, 0.0, 0.0, 0.0), (False, False, False, False)
     # The blur spreads an edge by about a pixel: step back in by that much.
     x0, x1 = float(cols[0]) + 1.0, float(cols[-1])
     y0, y1 = float(rows[0]) + 1.0, float(rows[-1])
@@ -222,6 +223,22 @@ def _clear_share(reference: Reference, rgb: np.ndarray, background: np.ndarray) 
     height, width = rgb.shape[:2]
     xs = np.clip((reference.clear[:, 0] * width).astype(np.int64), 0, width - 1)
     ys = np.clip((reference.clear[:, 1] * height).astype(np.int64), 0, height - 1)
+    ink = np.abs(rgb[ys, xs].astype(np.float32) - background).max(axis=1) / 255.0
+    return float(np.mean(ink <= INK_THRESHOLD))
+
+
+def _clear_share_mapped(reference: Reference, rgb: np.ndarray, background: np.ndarray, matrix: np.ndarray) -> float:
+    """``_clear_share`` with the puzzle's clear points mapped into the answer by ``matrix``
+    (normalised puzzle coordinates -> answer coordinates), read at full resolution, where
+    noise is not averaged away."""
+    if len(reference.clear) == 0:
+        return 1.0
+    height, width = rgb.shape[:2]
+    points = reference.clear @ matrix[:, :2].T + matrix[:, 2]
+    keep = (points[:, 0] >= 0) & (points[:, 0] < width) & (points[:, 1] >= 0) & (points[:, 1] < height)
+    if not keep.any():
+        return 0.0
+    xs, ys = points[keep, 0].astype(np.int64), points[keep, 1].astype(np.int64)
     ink = np.abs(rgb[ys, xs].astype(np.float32) - background).max(axis=1) / 255.0
     return float(np.mean(ink <= INK_THRESHOLD))
 
@@ -285,6 +302,30 @@ def _profile_scale(reference_profile: np.ndarray, answer_profile: np.ndarray, an
     return float(best)
 
 
+def _profile_fit(reference_profile: np.ndarray, answer_profile: np.ndarray, scale: float, shift: float,
+                 reach: float) -> tuple[float, float]:
+    """The scale (within 3 % of ``scale``) and shift (within ``reach`` of ``shift``; answer =
+    scale * reference + shift, pixel edges) that best correlate the two ink profiles of one axis."""
+    positions = np.arange(len(answer_profile), dtype=np.float64) + 0.5
+    grid = np.arange(len(reference_profile), dtype=np.float64) + 0.5
+    shifts = shift + np.arange(-reach, reach + 0.5, 0.5)
+    best = (-np.inf, scale, shift)
+    for s in scale * np.linspace(0.97, 1.03, 7):
+        ref_pos = (positions[None, :] - shifts[:, None]) / s  # (T, N)
+        inside = (ref_pos >= 0) & (ref_pos <= len(reference_profile))
+        r = np.interp(ref_pos, grid, reference_profile, left=0.0, right=0.0)
+        a = np.where(inside, answer_profile[None, :], 0.0)
+        n = np.maximum(inside.sum(axis=1), 1)
+        r_mean, a_mean = r.sum(axis=1) / n, a.sum(axis=1) / n
+        rc, ac = np.where(inside, r - r_mean[:, None], 0.0), np.where(inside, a - a_mean[:, None], 0.0)
+        score = (rc * ac).sum(axis=1) / (np.sqrt((rc * rc).sum(axis=1) * (ac * ac).sum(axis=1)) + 1e-9)
+        score[inside.sum(axis=1) < len(positions) // 2] = -np.inf
+        k = int(np.argmax(score))
+        if score[k] > best[0]:
+            best = (float(score[k]), float(s), float(shifts[k]))
+    return best[1], best[2]
+
+
 def _starts(reference: Reference, box: tuple[float, float, float, float], margins: tuple[bool, ...],
             answer_ink: np.ndarray) -> list[np.ndarray]:
     """Initial maps reference working px -> answer px (see the module doc): from the two
@@ -330,12 +371,19 @@ def _starts(reference: Reference, box: tuple[float, float, float, float], margin
         return (a0 + a1) / 2 - scale * (r0 + r1) / 2
 
     starts = []
+    ref_x, ref_y = reference.ink.sum(axis=0), reference.ink.sum(axis=1)
+    ans_x, ans_y = answer_ink.sum(axis=0), answer_ink.sum(axis=1)
     for sx_ in scales(0, sx, sy, frame_sx):
         for sy_ in scales(1, sy, sx, frame_sy):
             tx = place(margins[0], margins[2], ax0, ax1, rx0, rx1, sx_)
             ty = place(margins[1], margins[3], ay0, ay1, ry0, ry1, sy_)
             # A pixel's centre is at +0.5: the boxes map edges, so shift to centres.
             starts.append(_affine(sx_, sy_, tx + 0.5 * sx_ - 0.5, ty + 0.5 * sy_ - 0.5))
+            # Strokes an answer adds outside the puzzle's box (a frame round a corner cell) move
+            # a box edge: the ink profiles, matched over shift and a little scale, are not fooled.
+            fx, gx = _profile_fit(ref_x, ans_x, sx_, tx, 0.08 * width)
+            fy, gy = _profile_fit(ref_y, ans_y, sy_, ty, 0.08 * height)
+            starts.append(_affine(fx, fy, gx + 0.5 * fx - 0.5, gy + 0.5 * fy - 0.5))
     ref_centre = ((rx0 + rx1) / 2 - 0.5, (ry0 + ry1) / 2 - 0.5)
     for degrees in ROTATIONS[1:]:
         # Turned content: its box is the box of the turned rectangle, so solve for the two scales.
@@ -434,21 +482,18 @@ def _inside(shape: tuple[int, ...], warp: np.ndarray, size: tuple[int, int]) -> 
     return cv2.erode(inside, np.ones((5, 5), np.uint8), borderType=cv2.BORDER_REPLICATE)
 
 
-def _distances(reference: Reference, answer_ink: np.ndarray, warp: np.ndarray) -> tuple[np.ndarray, float]:
+def _distances(reference: Reference, answer_ink: np.ndarray, warp: np.ndarray) -> np.ndarray:
     """Distance (working px, capped, sorted) from every ink pixel of the reference to the nearest
-    ink of the answer resampled by ``warp``; and the share of the reference's clear background
-    that is clear in the answer."""
+    ink of the answer resampled by ``warp``."""
     warped = cv2.warpAffine(answer_ink, warp, (reference.width, reference.height),
                             flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderValue=0.0)
-    free = (warped <= INK_THRESHOLD).astype(np.uint8)
+    # Half the ink threshold: a blurred thin stroke keeps its place but loses its peak.
+    free = (warped <= INK_THRESHOLD / 2).astype(np.uint8)
     distance = cv2.distanceTransform(free, cv2.DIST_L2, 3)
     seen = _inside(answer_ink.shape, warp, (reference.width, reference.height)) > 0
     values = np.minimum(distance[(reference.ink > 0.5) & seen], DISTANCE_CAP)
     values.sort()
-    xs = (reference.clear[:, 0] * reference.width).astype(np.int64)
-    ys = (reference.clear[:, 1] * reference.height).astype(np.int64)
-    clear = float(np.mean(free[ys, xs])) if len(xs) else 1.0
-    return values, clear
+    return values
 
 
 def _residual(distances: np.ndarray) -> float:
@@ -491,27 +536,32 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
     half_template = cv2.resize(template, half, interpolation=cv2.INTER_AREA)
     half_near = cv2.resize(near, half, interpolation=cv2.INTER_NEAREST)
     scores = [_start_score(half_template, half_near, answer_ink, start) for start in starts]
-    best: tuple[float, np.ndarray] | None = None
+    best: tuple[float, np.ndarray, float] | None = None
     ranked = sorted(range(len(starts)), key=lambda k: -scores[k])[:REFINED_STARTS]
+    plain_fit = None
     for candidates in [plain] + [[starts[k]] for k in ranked]:
         # A start competes with what ECC makes of it: ECC follows an answer's large shapes when
         # they moved and the puzzle's lines did not.
         for warp in candidates + ([_refine(template, near, answer_ink, candidates[0])] if candidates else []):
-            distances, clear = _distances(reference, answer_ink, warp)
+            distances = _distances(reference, answer_ink, warp)
             # Candidates are ranked by the mean over all the ink (each sees the same erasures, if any).
             fit = float(distances.mean()) if distances.size else float("inf")
+            if plain_fit is None and plain and warp is plain[0]:
+                plain_fit = (fit, warp, _residual(distances))
             if best is None or fit < best[0]:
-                best = (fit, warp, _residual(distances), clear)
+                best = (fit, warp, _residual(distances))
         if best is not None and best[0] <= MAX_RESIDUAL / 4:
             break
     if best is None:
         return "no start to refine"
-    _, warp, residual, clear = best
+    if plain_fit is not None and best[2] > MAX_RESIDUAL:
+        best = plain_fit  # nothing fits: an answer with the puzzle's proportions is read in its own frame
+    _, warp, residual = best
     full = _answer_matrix(reference, warp, factor)
     # A picture in the puzzle's own frame needs no fit: what it lacks is for the checks to judge
     # (an erased diagram is a failed check, not a misaligned answer).
-    framed = (_is_identity(full, width, height) and abs(aspect - 1) < 0.01
-              and _clear_share(reference, rgb, _border_colour(rgb)) >= MIN_CLEAR)
+    clear = _clear_share_mapped(reference, rgb, background, full)
+    framed = _is_identity(full, width, height) and abs(aspect - 1) < 0.01
     if residual > MAX_RESIDUAL and not framed:
         return f"residual {residual:.2f} px after the best transform"
     if clear < MIN_CLEAR:
@@ -519,6 +569,9 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
     rotation, skew = _angles(warp)
     if abs(rotation) > MAX_ROTATION or abs(skew) > MAX_SKEW:
         return f"the best transform turns by {rotation:.1f} degrees and shears by {skew:.1f}"
+    stretch = float(np.hypot(*full[:, 0]) / reference.width) / float(np.hypot(*full[:, 1]) / reference.height)
+    if not 1 / MAX_STRETCH <= stretch <= MAX_STRETCH:
+        return f"the best transform stretches x against y by {stretch:.2f}"
     matrix = full
     details = {"method": "registered", "residual": round(residual, 3), **_describe(matrix, width, height)}
     if framed:
