@@ -55,7 +55,7 @@ UNIFORM_SPREAD = 48  # a row or column whose colours span less than this (after 
 INK_THRESHOLD = 0.16  # of 255: farther than this from the background colour is ink
 LANDMARK_LIMIT = 1500
 MIN_LANDMARKS = 100
-FAST_RECALL = 0.97  # landmark share that must be ink for the answer to be read as it is
+FAST_RECALL = 0.995  # landmark share that must be ink for the answer to be read as it is
 CLEAR_DISTANCE = 4  # working px from any ink: the reference's clear background
 MIN_CLEAR = 0.3  # share of the clear background an answer must leave clear (noise or a filled canvas does not)
 MAX_RESIDUAL = 0.6  # working pixels: above this the answer does not fit the puzzle
@@ -250,7 +250,7 @@ def _landmark_recall(reference: Reference, rgb: np.ndarray, background: np.ndarr
     ys = (reference.landmarks[:, 1] * height).astype(np.int64)
     # Within half a working pixel (at least one answer pixel): a landmark's centre may fall just
     # beside a thin stroke of a larger picture.
-    radius = max(1, math.ceil(0.5 * width / reference.width))
+    radius = 1 + math.ceil(0.5 * width / reference.width)
     offsets = np.arange(-radius, radius + 1)
     wx = np.clip(xs[:, None, None] + offsets[None, None, :], 0, width - 1)
     wy = np.clip(ys[:, None, None] + offsets[None, :, None], 0, height - 1)
