@@ -13,20 +13,26 @@ the background's tint and to the colour of letterbox bars. The method:
 
 1. Content boxes. Uniform rows and columns are peeled off each side of both pictures (the
    letterbox bars and the white margin alike); the remaining boxes give independent x/y
-   scales and shifts. A side where the answer's content touches the image edge was cropped:
-   its position is then taken from the other axis' scale (a uniform rescale) or from the
-   answer's frame (a crop resized back), each tried as a separate start.
-2. Refinement. OpenCV's ECC maximisation (``cv2.findTransformECC``, affine motion) on blurred
-   ink, coarse to fine from each start. Starting from the content boxes keeps ECC inside the
-   right basin: periodic line drawings (grids, walls) alias only when a start is off by about
-   a period, and the boxes are accurate to a pixel or two.
+   scales and shifts, and the ink profiles of each axis, matched over shift and a little
+   scale, give a second start that strokes added outside the puzzle's box do not move. A
+   side where the answer's content touches the image edge was cropped: that axis' scale is
+   then found by matching ink profiles, or taken from the other axis (a uniform rescale) or
+   the answer's frame (a crop resized back), each a separate start; more starts turn by
+   1.5 and 3 degrees either way. The best-correlating starts go on.
+2. Refinement. OpenCV's ECC maximisation (``cv2.findTransformECCWithMask``, affine motion)
+   on blurred ink near the puzzle's strokes, at half and full working size. Starting from
+   the content boxes keeps ECC inside the right basin: periodic line drawings (grids, walls)
+   alias only when a start is off by about a period. Each start competes with its result.
 3. Acceptance. The residual is the trimmed mean distance (in working pixels) from the
    reference's ink to the nearest ink of the registered answer (a chamfer distance; the
-   answer may add ink but must keep the puzzle's). Over ``MAX_RESIDUAL`` no transform fits
-   and the answer is "unusable input: could not align the answer with the puzzle (...)".
+   answer may add ink but must keep the puzzle's). Over ``MAX_RESIDUAL``, with most of the
+   puzzle's empty background inked, or for a transform no edit makes (turned more than
+   ``MAX_ROTATION``, sheared, stretched), the answer is "unusable input: could not align the
+   answer with the puzzle (...)"; but an answer with the puzzle's proportions is then read
+   in its own frame, so an erased drawing fails its check as it did before.
 
 A pixel-aligned answer (the same aspect ratio, the puzzle's ink where the reference has it)
-is recognised from a few thousand landmark pixels and read as it is, unresampled: the
+is recognised from 1,500 landmark pixels and read as it is, unresampled: the
 verdict on the release's own pictures does not depend on this module. Everything is
 deterministic (OpenCV runs single-threaded here; no random starts).
 """
@@ -73,7 +79,7 @@ MASK_RADIUS = 3  # working px around the reference's ink that ECC compares (an a
 
 @dataclass(frozen=True)
 class Reference:
-    """The bare puzzle reduced for registration (working pixels, WORK_SIDE on the longer side)."""
+    """The bare puzzle reduced for registration (about WORK_AREA working pixels)."""
 
     width: int
     height: int
@@ -272,8 +278,7 @@ def _affine(sx: float, sy: float, tx: float, ty: float) -> np.ndarray:
 
 
 def _rotated(sx: float, sy: float, degrees: float, centre_ref: tuple[float, float], centre_ans: tuple[float, float]) -> np.ndarray:
-    """Scale, then turn by ``degrees`` (clockwise on screen, as an image rotated counter-clockwise
-    by PIL appears with y down... either sign is tried), mapping ``centre_ref`` onto ``centre_ans``."""
+    """Scale, then turn by ``degrees`` (both signs are tried as starts), mapping ``centre_ref`` onto ``centre_ans``."""
     c, s_ = math.cos(math.radians(degrees)), math.sin(math.radians(degrees))
     linear = np.array([[c * sx, -s_ * sy], [s_ * sx, c * sy]], dtype=np.float64)
     shift = np.asarray(centre_ans, dtype=np.float64) - linear @ np.asarray(centre_ref, dtype=np.float64)
@@ -285,7 +290,6 @@ def _profile_scale(reference_profile: np.ndarray, answer_profile: np.ndarray, an
     """The scale that best maps the reference's ink profile along one axis onto the answer's,
     with ``anchor_ref`` held on ``anchor_ans`` (the side that was not cut)."""
     positions = np.arange(len(answer_profile), dtype=np.float64) + 0.5
-    a = answer_profile - answer_profile.mean()
     best, best_score = guess, -np.inf
     for scale in guess * SCALE_SEARCH:
         ref_pos = (positions - anchor_ans) / scale + anchor_ref
@@ -298,7 +302,6 @@ def _profile_scale(reference_profile: np.ndarray, answer_profile: np.ndarray, an
         score = float((aa * r).sum() / (np.sqrt((aa * aa).sum() * (r * r).sum()) + 1e-9))
         if score > best_score:
             best, best_score = scale, score
-    del a
     return float(best)
 
 
