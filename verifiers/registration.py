@@ -252,17 +252,21 @@ def _clear_share_mapped(reference: Reference, rgb: np.ndarray, background: np.nd
 def _landmark_recall(reference: Reference, rgb: np.ndarray, background: np.ndarray) -> float:
     """Share of the reference's solid-ink landmarks that are ink in ``rgb`` read as it is."""
     height, width = rgb.shape[:2]
-    xs = (reference.landmarks[:, 0] * width).astype(np.int64)
-    ys = (reference.landmarks[:, 1] * height).astype(np.int64)
-    # Within half a working pixel (at least one answer pixel): a landmark's centre may fall just
-    # beside a thin stroke of a larger picture.
-    radius = 1 + math.ceil(0.5 * width / reference.width)
-    offsets = np.arange(-radius, radius + 1)
-    wx = np.clip(xs[:, None, None] + offsets[None, None, :], 0, width - 1)
-    wy = np.clip(ys[:, None, None] + offsets[None, :, None], 0, height - 1)
-    values = rgb[wy, wx].astype(np.float32)  # (K, 3, 3, 3)
-    ink = (np.abs(values - background).max(axis=3) / 255.0).reshape(len(xs), -1).max(axis=1)
-    return float(np.mean(ink > INK_THRESHOLD))
+    xs = np.clip((reference.landmarks[:, 0] * width).astype(np.int64), 0, width - 1)
+    ys = np.clip((reference.landmarks[:, 1] * height).astype(np.int64), 0, height - 1)
+    hit = np.abs(rgb[ys, xs].astype(np.float32) - background).max(axis=1) / 255.0 > INK_THRESHOLD
+    missed = np.nonzero(~hit)[0]
+    if len(missed):
+        # Within half a working pixel and a pixel more: a landmark's centre may fall just beside
+        # a thin stroke (crisp walls at 512 px, a larger picture's thin lines).
+        radius = 1 + math.ceil(0.5 * width / reference.width)
+        offsets = np.arange(-radius, radius + 1)
+        wx = np.clip(xs[missed, None, None] + offsets[None, None, :], 0, width - 1)
+        wy = np.clip(ys[missed, None, None] + offsets[None, :, None], 0, height - 1)
+        values = rgb[wy, wx].astype(np.float32)  # (M, k, k, 3)
+        ink = (np.abs(values - background).max(axis=3) / 255.0).reshape(len(missed), -1).max(axis=1)
+        hit[missed] = ink > INK_THRESHOLD
+    return float(np.mean(hit))
 
 
 # ---------------------------------------------------------------- registration proper
