@@ -173,8 +173,10 @@ def chosen_configs(folder: Path, resolution: int | None, tasks: Sequence[str] | 
 
 
 def read_rows(dataset_dir: str | Path, config_resolution: int | None = MAIN_RESOLUTION,
-              tasks: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """The dataset's rows (id, task, difficulty, index, meta, answer_index) without any image.
+              tasks: Sequence[str] | None = None, with_puzzle: bool = False) -> list[dict[str, Any]]:
+    """The dataset's rows (id, task, difficulty, index, meta, answer_index) without any image;
+    ``with_puzzle`` adds ``puzzle``: the bare puzzle's PNG bytes (the generative track aligns
+    every answer with it).
 
     ``config_resolution=None`` takes the main resolution when present, else the smallest.
     Rows are ordered by task, difficulty (easy, medium, hard) and index.
@@ -191,10 +193,13 @@ def read_rows(dataset_dir: str | Path, config_resolution: int | None = MAIN_RESO
             raise ScoringError(f"{chosen[task]} holds no parquet shard")
         for shard in shards:
             try:
-                table = pq.read_table(shard, columns=list(_ROW_COLUMNS))
+                table = pq.read_table(shard, columns=list(_ROW_COLUMNS) + (["puzzle"] if with_puzzle else []))
             except (pa.ArrowException, OSError) as exc:
                 raise ScoringError(f"cannot read {shard} ({exc.__class__.__name__}: {str(exc).splitlines()[0]})") from None
-            rows.extend(table.to_pylist())
+            for row in table.to_pylist():
+                if with_puzzle:
+                    row["puzzle"] = (row["puzzle"] or {}).get("bytes")
+                rows.append(row)
     rows.sort(key=lambda r: (r["task"], difficulty_rank(r["difficulty"]), r["difficulty"], r["index"]))
     seen: set[str] = set()
     for row in rows:
@@ -266,11 +271,12 @@ def _outputs_root(outputs_dir: Path) -> Path:
     return inner if inner.is_dir() else outputs_dir
 
 
-def _verify_one(job: tuple[str, str, str]) -> dict[str, Any]:
-    """Verify one answer image; never raises (a verifier crash is recorded as unusable)."""
+def _verify_one(job: tuple[str, str, str, bytes | None]) -> dict[str, Any]:
+    """Verify one answer image (aligned with the row's puzzle image when it has one); never
+    raises (a verifier crash is recorded as unusable)."""
     from vrforge.registry import UnknownTask, get_task
 
-    task, meta_text, path = job
+    task, meta_text, path, puzzle = job
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
@@ -280,7 +286,7 @@ def _verify_one(job: tuple[str, str, str]) -> dict[str, Any]:
                 "reason": f"unusable input: cannot read ({exc.__class__.__name__})"}
     try:
         spec = get_task(task)
-        verdict = spec.verify(json.loads(meta_text), data)
+        verdict = spec.check(json.loads(meta_text), data, puzzle=puzzle)
     except UnknownTask:
         return {"missing": False, "passed": False, "usable": False, "failed": [], "reason": f"unknown task {task!r}"}
     except Exception as exc:  # noqa: BLE001 - one bad item must not end the run
@@ -290,7 +296,7 @@ def _verify_one(job: tuple[str, str, str]) -> dict[str, Any]:
             "failed": list(verdict.failed), "reason": verdict.reason}
 
 
-def _map_verify(jobs: list[tuple[str, str, str]], workers: int, progress: bool) -> Iterator[dict[str, Any]]:
+def _map_verify(jobs: list[tuple[str, str, str, bytes | None]], workers: int, progress: bool) -> Iterator[dict[str, Any]]:
     from tqdm import tqdm
 
     bar = tqdm(total=len(jobs), desc="verify outputs", unit="image", disable=not progress, dynamic_ncols=True)
@@ -320,10 +326,10 @@ def score_generative(dataset_dir: str | Path, outputs_dir: str | Path, config_re
         raise ScoringError(f"no such outputs folder: {outputs_dir}")
     if workers < 1:
         raise ScoringError(f"workers must be at least 1, got {workers}")
-    rows = read_rows(dataset_dir, config_resolution, tasks)
+    rows = read_rows(dataset_dir, config_resolution, tasks, with_puzzle=True)
     root = _outputs_root(outputs_dir)
     names = [output_name(r["task"], r["difficulty"], r["index"]) for r in rows]
-    jobs = [(r["task"], r["meta"], str(root / name)) for r, name in zip(rows, names)]
+    jobs = [(r["task"], r["meta"], str(root / name), r.pop("puzzle")) for r, name in zip(rows, names)]
 
     samples: list[dict[str, Any]] = []
     failed_checks: dict[str, Counter] = defaultdict(Counter)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from vrforge.types import Verdict
+from vrforge.verifiers.registration import Registration
 from vrforge.verifiers.sampling import hex_to_rgb, load_for_layout, nearest_palette, sample_colours
 
 NEIGHBOURHOODS = {
@@ -114,9 +115,9 @@ def table_centres(meta: Mapping[str, Any]) -> np.ndarray:
 # ---------------------------------------------------------------- reading pictures
 
 
-def load_answer(meta: Mapping[str, Any], image: Any, cell_units: float) -> np.ndarray | Verdict:
-    """The answer image as RGB, or an unusable verdict (unreadable, wrong shape, too small)."""
-    return load_for_layout(meta, image, cell_units, MIN_CELL_PX, "cell")
+def load_answer(meta: Mapping[str, Any], image: Any, cell_units: float, task: str, puzzle: Any = None) -> Registration | Verdict:
+    """The answer registered into the puzzle's frame, or an unusable verdict (unreadable, cannot be aligned, too small)."""
+    return load_for_layout(meta, image, cell_units, MIN_CELL_PX, "cell", task, puzzle)
 
 
 def read_states(meta: Mapping[str, Any], rgb: np.ndarray, centres: np.ndarray, cell_units: float) -> np.ndarray:

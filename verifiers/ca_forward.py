@@ -93,11 +93,12 @@ def read_answer(meta: Mapping[str, Any], rgb: np.ndarray) -> np.ndarray:
     return read_states(meta, rgb, centres, layout["cell"]).reshape(n, n)
 
 
-def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
+def verify(meta: Mapping[str, Any], image: Any, puzzle: Any = None) -> Verdict:
     """Verdict for an answer image: the puzzle with the answer frame filled in."""
-    rgb = load_answer(meta, image, meta["layout"]["cell"])
-    if isinstance(rgb, Verdict):
-        return rgb
+    frame = load_answer(meta, image, meta["layout"]["cell"], "ca_forward", puzzle)
+    if isinstance(frame, Verdict):
+        return frame
+    rgb = frame.image
     answer = read_answer(meta, rgb)
     checks = judge(meta, answer)
-    return Verdict.from_checks(checks, details={"blank_cells": int((answer < 0).sum())})
+    return Verdict.from_checks(checks, details={"blank_cells": int((answer < 0).sum()), "registration": frame.details})

@@ -109,13 +109,15 @@ def read_answer(meta: Mapping[str, Any], rgb: np.ndarray) -> np.ndarray:
     return states.reshape(meta["states"], max_count(meta["neighbourhood"]) + 1)
 
 
-def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
+def verify(meta: Mapping[str, Any], image: Any, puzzle: Any = None) -> Verdict:
     """Verdict for an answer image: the puzzle with the rule table filled in."""
-    rgb = load_answer(meta, image, meta["layout"]["table"]["cell"])
-    if isinstance(rgb, Verdict):
-        return rgb
+    frame = load_answer(meta, image, meta["layout"]["table"]["cell"], "ca_inverse", puzzle)
+    if isinstance(frame, Verdict):
+        return frame
+    rgb = frame.image
     answer = read_answer(meta, rgb)
     expected = deduce(meta)
     checks = judge(meta, answer, expected)
     return Verdict.from_checks(checks, details={"wrong_entries": int((answer != expected).sum()),
-                                                "empty_entries": int((answer == BLANK).sum())})
+                                                "empty_entries": int((answer == BLANK).sum()),
+                                                "registration": frame.details})

@@ -36,10 +36,11 @@ def judge(meta: Mapping[str, Any], labels: Sequence[int]) -> dict[str, bool]:
     }
 
 
-def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
+def verify(meta: Mapping[str, Any], image: Any, puzzle: Any = None) -> Verdict:
     """Verdict for an answer image: the puzzle with every node filled in a palette colour."""
-    rgb = load_for_layout(meta, image, meta["layout"]["node_radius"], MIN_RADIUS_PX, "node radius")
-    if isinstance(rgb, Verdict):
-        return rgb
+    frame = load_for_layout(meta, image, meta["layout"]["node_radius"], MIN_RADIUS_PX, "node radius", "graph_coloring", puzzle)
+    if isinstance(frame, Verdict):
+        return frame
+    rgb = frame.image
     labels = read_node_labels(meta, rgb, meta["layout"]["nodes"])
-    return Verdict.from_checks(judge(meta, labels), details={"labels": labels})
+    return Verdict.from_checks(judge(meta, labels), details={"labels": labels, "registration": frame.details})

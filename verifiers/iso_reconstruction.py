@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
-from vrforge.verifiers.voxels import VIEWS, interpretations, projections, read_triangles, usable_reason
+from vrforge.verifiers.sampling import load_for_layout
+from vrforge.verifiers.voxels import MIN_UNIT_PX, VIEWS, interpretations, projections, read_triangles, smallest_unit
 
 CHECKS = ("top_mismatch", "front_mismatch", "side_mismatch")
 
@@ -47,13 +47,10 @@ def judge(meta: Mapping[str, Any], labels: np.ndarray) -> tuple[dict[str, bool],
     return dict.fromkeys(CHECKS, False), {"solids": "several"}
 
 
-def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
-    try:
-        rgb = load_rgb(image)
-    except UnusableImage as exc:
-        return Verdict.unusable(str(exc))
-    reason = usable_reason(meta, rgb)
-    if reason:
-        return Verdict.unusable(reason)
-    checks, details = judge(meta, read_triangles(meta, rgb))
+def verify(meta: Mapping[str, Any], image: Any, puzzle: Any = None) -> Verdict:
+    frame = load_for_layout(meta, image, smallest_unit(meta), MIN_UNIT_PX, "lattice unit", "iso_reconstruction", puzzle)
+    if isinstance(frame, Verdict):
+        return frame
+    checks, details = judge(meta, read_triangles(meta, frame.image))
+    details["registration"] = frame.details
     return Verdict.from_checks(checks, details=details)

@@ -82,11 +82,12 @@ def read_grid(meta: Mapping[str, Any], image: np.ndarray) -> list[list[int]]:
     return [values[r * n : (r + 1) * n] for r in range(n)]
 
 
-def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
+def verify(meta: Mapping[str, Any], image: Any, puzzle: Any = None) -> Verdict:
     """Verdict for an answer image: the puzzle grid with a symbol in every cell."""
-    rgb = load_for_layout(meta, image, meta["layout"]["cell"], MIN_CELL_PX, "cell")
-    if isinstance(rgb, Verdict):
-        return rgb
+    frame = load_for_layout(meta, image, meta["layout"]["cell"], MIN_CELL_PX, "cell", "logic_grid", puzzle)
+    if isinstance(frame, Verdict):
+        return frame
+    rgb = frame.image
     grid = read_grid(meta, rgb)
     checks = judge(meta, grid)
-    return Verdict.from_checks(checks, details={"grid": grid})
+    return Verdict.from_checks(checks, details={"grid": grid, "registration": frame.details})

@@ -125,11 +125,13 @@ def read_drawing(meta: Mapping[str, Any], image: np.ndarray) -> tuple[set[Node],
     return cells, {(a, b) for a, b in drawn if a in cells and b in cells}
 
 
-def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
+def verify(meta: Mapping[str, Any], image: Any, puzzle: Any = None) -> Verdict:
     """Verdict for an answer image: the puzzle with the route drawn in the path colour."""
-    rgb = load_for_layout(meta, image, meta["layout"]["cell"], MIN_CELL_PX, "cell")
-    if isinstance(rgb, Verdict):
-        return rgb
+    frame = load_for_layout(meta, image, meta["layout"]["cell"], MIN_CELL_PX, "cell", "maze", puzzle)
+    if isinstance(frame, Verdict):
+        return frame
+    rgb = frame.image
     cells, links = read_drawing(meta, rgb)
     checks = judge(meta, cells, links)
-    return Verdict.from_checks(checks, details={"path_cells": len(cells), "path_links": len(links)})
+    return Verdict.from_checks(checks, details={"path_cells": len(cells), "path_links": len(links),
+                                                      "registration": frame.details})

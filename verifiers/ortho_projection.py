@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.types import Verdict
-from vrforge.verifiers.voxels import VIEWS, read_grid, usable_reason
+from vrforge.verifiers.sampling import load_for_layout
+from vrforge.verifiers.voxels import MIN_UNIT_PX, VIEWS, read_grid, smallest_unit
 
 CHECKS = ("top_view", "front_view", "side_view")
 
@@ -24,14 +24,12 @@ def judge(meta: Mapping[str, Any], grids: Mapping[str, Sequence[str]]) -> dict[s
     return {f"{view}_view": list(grids[view]) == list(meta["views"][view]) for view in VIEWS}
 
 
-def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
-    try:
-        rgb = load_rgb(image)
-    except UnusableImage as exc:
-        return Verdict.unusable(str(exc))
-    reason = usable_reason(meta, rgb)
-    if reason:
-        return Verdict.unusable(reason)
+def verify(meta: Mapping[str, Any], image: Any, puzzle: Any = None) -> Verdict:
+    frame = load_for_layout(meta, image, smallest_unit(meta), MIN_UNIT_PX, "lattice unit", "ortho_projection", puzzle)
+    if isinstance(frame, Verdict):
+        return frame
+    rgb = frame.image
     grids = {view: read_grid(meta, rgb, view) for view in VIEWS}
     wrong = {view: sum(a != b for r1, r2 in zip(grids[view], meta["views"][view]) for a, b in zip(r1, r2)) for view in VIEWS}
-    return Verdict.from_checks(judge(meta, grids), details={"grids": grids, "wrong_cells": wrong})
+    return Verdict.from_checks(judge(meta, grids), details={"grids": grids, "wrong_cells": wrong,
+                                                                "registration": frame.details})

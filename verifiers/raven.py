@@ -323,16 +323,18 @@ def read_answer(meta: Mapping[str, Any], image: np.ndarray) -> tuple[list[tuple[
 # ---------------------------------------------------------------- verify
 
 
-def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
+def verify(meta: Mapping[str, Any], image: Any, puzzle: Any = None) -> Verdict:
     """Verdict for an answer image: the matrix with the last panel drawn."""
-    rgb = load_for_layout(meta, image, meta["layout"]["slot_half"], MIN_SLOT_PX, "half slot")
-    if isinstance(rgb, Verdict):
-        return rgb
+    frame = load_for_layout(meta, image, meta["layout"]["slot_half"], MIN_SLOT_PX, "half slot", "raven", puzzle)
+    if isinstance(frame, Verdict):
+        return frame
+    rgb = frame.image
     objects, misfits = read_answer(meta, rgb)
     checks = judge(meta, objects)
     details: dict[str, Any] = {
         "objects": [list(o) for o in objects],
         "expected": predict(meta),
         "max_misfit": round(max(misfits), 4),
+        "registration": frame.details,
     }
     return Verdict.from_checks(checks, details=details)

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.imagemetrics import luminance
 from vrforge.types import Verdict
+from vrforge.verifiers.registration import Registration, answer_in_frame
 
 
 def sample_colours(image: np.ndarray, points: np.ndarray, radius: int) -> np.ndarray:
@@ -61,11 +61,12 @@ def layout_problem(layout: Mapping[str, Any], image: np.ndarray, unit: float, mi
     return None
 
 
-def load_for_layout(meta: Mapping[str, Any], image: Any, unit: float, min_unit_px: float, unit_name: str) -> np.ndarray | Verdict:
-    """The answer as an RGB array, or the unusable verdict that says why it cannot be read."""
-    try:
-        rgb = load_rgb(image)
-    except UnusableImage as exc:
-        return Verdict.unusable(str(exc))
-    problem = layout_problem(meta["layout"], rgb, unit, min_unit_px, unit_name)
-    return Verdict.unusable(problem) if problem else rgb
+def load_for_layout(meta: Mapping[str, Any], image: Any, unit: float, min_unit_px: float, unit_name: str,
+                    task: str, puzzle: Any = None) -> Registration | Verdict:
+    """The answer registered into the puzzle's frame (see verifiers/registration.py), or the
+    unusable verdict that says why it cannot be read."""
+    registered = answer_in_frame(task, meta, image, puzzle)
+    if isinstance(registered, Verdict):
+        return registered
+    problem = layout_problem(meta["layout"], registered.image, unit, min_unit_px, unit_name)
+    return Verdict.unusable(problem) if problem else registered

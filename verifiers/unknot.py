@@ -87,11 +87,13 @@ def read_answer(meta: Mapping[str, Any], image: np.ndarray) -> tuple[list[int], 
     return marked, intact
 
 
-def verify(meta: Mapping[str, Any], image: Any) -> Verdict:
+def verify(meta: Mapping[str, Any], image: Any, puzzle: Any = None) -> Verdict:
     """Verdict for an answer image: the puzzle with a frame around the one unknot."""
-    rgb = load_for_layout(meta, image, meta["layout"]["cells"][0][2], MIN_CELL_PX, "diagram")
-    if isinstance(rgb, Verdict):
-        return rgb
+    frame = load_for_layout(meta, image, meta["layout"]["cells"][0][2], MIN_CELL_PX, "diagram", "unknot", puzzle)
+    if isinstance(frame, Verdict):
+        return frame
+    rgb = frame.image
     marked, intact = read_answer(meta, rgb)
     checks = judge(meta, marked, intact)
-    return Verdict.from_checks(checks, details={"marked": marked, "intact": intact})
+    return Verdict.from_checks(checks, details={"marked": marked, "intact": intact,
+                                                                 "registration": frame.details})

@@ -42,6 +42,7 @@ EMPTY, TOP, LEFT, RIGHT = 0, 1, 2, 3
 FACE_KEYS = ("top", "left", "right")  # palette keys of the three face shades
 VIEWS = ("top", "front", "side")
 SQRT3_2 = math.sqrt(3) / 2
+MIN_UNIT_PX = 6.0  # the smallest lattice unit or view cell an answer may be drawn at
 NODE_LIMIT = 20_000  # search nodes before a read-back gives up (generated drawings need < 1,000)
 
 Heights = list[list[int]]
@@ -321,8 +322,12 @@ def read_grid(meta: Mapping[str, Any], image: np.ndarray, view: str) -> list[str
     return ["".join("1" if filled[i * n + j] else "0" for j in range(n)) for i in range(n)]
 
 
-def usable_reason(meta: Mapping[str, Any], image: np.ndarray, min_unit_px: float = 6.0) -> str | None:
+def usable_reason(meta: Mapping[str, Any], image: np.ndarray, min_unit_px: float = MIN_UNIT_PX) -> str | None:
     """Why an image cannot be read against this layout (aspect ratio, size), or None."""
     layout = meta["layout"]
-    smallest = min(layout["iso"]["unit"], *(g["cell"] for g in layout["grids"].values()))
-    return layout_problem(layout, image, smallest, min_unit_px, "lattice unit")
+    return layout_problem(layout, image, smallest_unit(meta), min_unit_px, "lattice unit")
+
+
+def smallest_unit(meta: Mapping[str, Any]) -> float:
+    layout = meta["layout"]
+    return min(layout["iso"]["unit"], *(g["cell"] for g in layout["grids"].values()))

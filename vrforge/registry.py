@@ -77,7 +77,7 @@ class TaskSpec:
     difficulties: Mapping[str, Any]  # difficulty -> frozen config dataclass with validate()
     generate: Callable[[Any, np.random.Generator], Puzzle]  # raises RejectedPuzzle to be redrawn
     draw: Callable[[Any, Any], str]  # (meta, answer or None) -> SVG text
-    verify: Callable[[Any, Any], Verdict]  # (meta, image) -> verdict
+    verify: Callable[..., Verdict]  # (meta, image, puzzle=None) -> verdict; puzzle: the bare puzzle image to align with
     description: str = ""  # one sentence for `vrforge tasks` and the card
     instruction: str = ""  # what the generative track asks a model to draw on the puzzle
     answer_hint: str = ""  # what the answer image shows, for the discriminative track's question
@@ -129,22 +129,30 @@ class TaskSpec:
         """Every way ``meta`` breaks this task's schema (empty when it validates)."""
         return [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in self._meta_validator.iter_errors(meta)]
 
-    def check(self, meta: Mapping[str, Any], image: Any, strict: bool = False) -> Verdict:
-        """The verdict on an answer image; ``strict`` adds the task's similarity check (it costs
-        a reference render, so the default leaves it out)."""
+    def check(self, meta: Mapping[str, Any], image: Any, strict: bool = False, puzzle: Any = None) -> Verdict:
+        """The verdict on an answer image, aligned with the bare ``puzzle`` image when one is given
+        (else with the puzzle drawn from meta); ``strict`` adds the task's similarity check on the
+        aligned answer (it costs a reference render, so the default leaves it out)."""
+        options = {} if puzzle is None else {"puzzle": puzzle}
         if not strict:
-            return self.verify(meta, image)
+            return self.verify(meta, image, **options)
         if self.strict is None:
             raise ValueError(f"task {self.name!r} has no strict mode")
         try:
             rgb = load_rgb(image)
         except UnusableImage as exc:
             return Verdict.unusable(str(exc))
-        verdict = self.verify(meta, rgb)
+        verdict = self.verify(meta, rgb, **options)
         if not verdict.usable:
             return verdict
+        # The similarity is taken in the puzzle's frame, where the verifier read the answer.
+        from vrforge.verifiers.registration import answer_in_frame
+
+        frame = answer_in_frame(self.name, meta, rgb, puzzle)
         try:
-            score: float | None = float(self.strict.score(meta, rgb))
+            if isinstance(frame, Verdict):
+                raise ValueError(frame.reason)
+            score: float | None = float(self.strict.score(meta, frame.image))
         except Exception:  # noqa: BLE001 - a failed reference render fails the strict check, never the call
             score = None
         checks = {**verdict.checks, self.strict.check: score is not None and score >= self.strict.threshold}

@@ -16,6 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--meta", required=True, help="the row's meta as a JSON file")
     p.add_argument("--strict", action="store_true",
                    help="also require SSIM against the task's reference drawing (see `vrforge tasks`)")
+    p.add_argument("--puzzle", metavar="PNG", help="the bare puzzle image to align the answer with (default: drawn from meta)")
     p.add_argument("image")
     p.set_defaults(func=run)
 
@@ -32,8 +33,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{args.meta} is meta for task {meta.get('task')!r}, not {args.task!r}")
     if args.strict and spec.strict is None:
         raise UserError(f"task {args.task!r} has no strict (SSIM) mode")
+    if args.puzzle and not Path(args.puzzle).is_file():
+        raise UserError(f"no such puzzle image: {args.puzzle}")
     try:
-        verdict = spec.check(meta, Path(args.image), strict=args.strict)
+        verdict = spec.check(meta, Path(args.image), strict=args.strict, puzzle=Path(args.puzzle) if args.puzzle else None)
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise UserError(f"{args.meta} is not valid {args.task} meta ({type(exc).__name__}: {exc})") from None
     print(json.dumps(verdict.to_dict(), indent=2))
