@@ -39,23 +39,22 @@ FALLBACK_SPECS: list[dict[str, Any]] = [
 
 
 def _repository() -> Path:
+    """The checkout above this file: the GenEval metadata sits in ../shared/external beside it."""
     here = Path(__file__).resolve().parent
     for folder in (here, *here.parents):
-        if (folder / "pyproject.toml").is_file() and (folder / "tests").is_dir():
+        if (folder / "pyproject.toml").is_file():
             return folder
-    raise SystemExit("run the drift benchmark from a repository checkout (it uses tests/_tiny_vlm.py)")
+    return here
 
 
 def build_models(work: Path) -> dict[str, Path]:
     from vrforge.bench.drift_tiny import build_clip, build_dino, build_owlv2, build_sentence
     from vrforge.bench.gpu_t2i import build_pipeline
-
-    sys.path.insert(0, str(_repository() / "tests"))
-    from _tiny_vlm import build_tiny_llava
+    from vrforge.bench.vlm_choice import build_tiny_llava
 
     build_pipeline("sd15", work / "sd-build", tiny=True).save_pretrained(work / "sd")
     corpus = ["a photo of a red cat on the left of a dog", "USER: ASSISTANT: Describe this image in one sentence."]
-    build_tiny_llava(work / "llava", corpus)
+    build_tiny_llava(work / "llava", corpus, hidden=16, layers=1, image_size=32)
     return {"sd": work / "sd", "llava": work / "llava", "clip": build_clip(work / "clip"), "dino": build_dino(work / "dino"),
             "owl": build_owlv2(work / "owl"), "sentence": build_sentence(work / "sentence")}
 
