@@ -32,7 +32,8 @@ CHAT_TEMPLATE = ("{% for m in messages %}{{ m['role'].upper() }}: {% for c in m[
 
 
 def build_tiny_llava(folder: Path, corpus: list[str], hidden: int, layers: int, *, image_size: int = 64,
-                     head_dim: int = 32, mlp_ratio: int = 4, max_positions: int = 2048) -> Path:
+                     head_dim: int = 32, mlp_ratio: int = 4, max_positions: int = 2048,
+                     chat_template: str | None = CHAT_TEMPLATE) -> Path:
     """A seeded random-weight LLaVA (word-level tokenizer trained on ``corpus``) saved into ``folder``."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
@@ -55,7 +56,7 @@ def build_tiny_llava(folder: Path, corpus: list[str], hidden: int, layers: int, 
     processor = LlavaProcessor(
         image_processor=CLIPImageProcessor(size={"shortest_edge": image_size}, crop_size={"height": image_size, "width": image_size}),
         tokenizer=fast, patch_size=patch, num_additional_image_tokens=1, vision_feature_select_strategy="default",
-        chat_template=CHAT_TEMPLATE)
+        chat_template=chat_template)
     heads = max(2, hidden // head_dim)
     config = LlavaConfig(
         vision_config=CLIPVisionConfig(hidden_size=hidden, intermediate_size=mlp_ratio * hidden, num_hidden_layers=layers,
