@@ -8,11 +8,12 @@ import json
 
 import numpy as np
 import pytest
+from _gate import gate
 from helpers import jpeg, resized
 from PIL import Image
 
 from vrforge.builds.item import build_item
-from vrforge.builds.pickers import PICKERS, pick_all, picker_accuracy
+from vrforge.builds.pickers import PICKERS, PROBE
 from vrforge.builds.plan import PlanItem
 from vrforge.registry import DIFFICULTIES, all_tasks, get_task
 from vrforge.render import rasterise
@@ -59,26 +60,14 @@ def test_solution_survives_resize_and_jpeg(task):
         assert spec.verify(puzzle.meta, degraded).passed
 
 
-def _picker_accuracies(task: str, per_difficulty: int) -> dict[str, float]:
-    spec = get_task(task)
-    choices, answers = [], []
-    for difficulty in DIFFICULTIES:
-        for index in range(per_difficulty):
-            puzzle = generated(task, difficulty, index, seed=99)
-            options = [np.asarray(rasterise(spec.draw(puzzle.meta, o), (256,))[256]) for o in puzzle.options()]
-            choices.append(pick_all(options))
-            answers.append(puzzle.answer_index)
-    return picker_accuracy(choices, answers)
-
-
 @pytest.mark.parametrize("task", TASKS)
-def test_context_blind_pickers_stay_near_chance(task):
-    accuracy = _picker_accuracies(task, per_difficulty=30)
-    assert all(accuracy[name] <= PICKER_LIMIT for name in PICKERS), accuracy
+def test_context_blind_pickers_and_probe_stay_near_chance(task):
+    figures = gate(task, 30, seed=99, width=256)
+    assert all(figures[name] <= PICKER_LIMIT for name in (*PICKERS, PROBE)), figures
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS)
-def test_context_blind_pickers_on_200_puzzles_per_difficulty(task):
-    accuracy = _picker_accuracies(task, per_difficulty=200)
-    assert all(accuracy[name] <= PICKER_LIMIT for name in PICKERS), accuracy
+def test_context_blind_pickers_and_probe_on_200_puzzles_per_difficulty(task):
+    figures = gate(task, 200, seed=99)
+    assert all(figures[name] <= PICKER_LIMIT for name in (*PICKERS, PROBE)), figures

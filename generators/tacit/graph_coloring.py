@@ -43,7 +43,6 @@ NODE_RADIUS = 17.0
 EDGE_WIDTH = 3.0
 OUTLINE_WIDTH = 2.5
 SITES = 3
-CANDIDATE_SETS = 300
 GRAPH_TRIES = 60
 
 
@@ -181,7 +180,7 @@ def _distractors(meta: dict, labels: list[int], off_colour: str, rng: np.random.
     sites = sorted(rng.choice(n, size=min(SITES, n), replace=False).tolist())
     values = list(range(k)) + [gc.UNCOLOURED_LABEL, gc.OFF_PALETTE_LABEL]
     return gc.distractors_at_sites(meta, labels, sites, values, lambda candidate: verifier.judge(meta, candidate),
-                                   verifier.CHECKS, off_colour, rng, CANDIDATE_SETS)
+                                   verifier.CHECKS, off_colour, rng)
 
 
 # ---------------------------------------------------------------- drawing

@@ -54,7 +54,6 @@ EDGE_WIDTH = 3.0
 OUTLINE_WIDTH = 2.5
 SEPARATOR = "#bdbdbd"
 SITES = 3
-CANDIDATE_SETS = 300
 GRAPH_TRIES = 200
 LAYOUT_TRIES = 5
 
@@ -226,7 +225,7 @@ def _distractors(meta: dict, labels: list[int], off_colour: str, rng: np.random.
     sites = _sites(n, [tuple(e) for e in meta["edges_b"]], rng)
     values = [labels[s] for s in sites] + [gc.UNCOLOURED_LABEL, gc.OFF_PALETTE_LABEL]
     return gc.distractors_at_sites(meta, labels, sites, values, lambda candidate: verifier.judge(meta, candidate),
-                                   verifier.CHECKS, off_colour, rng, CANDIDATE_SETS)
+                                   verifier.CHECKS, off_colour, rng)
 
 
 # ---------------------------------------------------------------- drawing

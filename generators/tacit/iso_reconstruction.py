@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from vrforge.generators.tacit import _voxels
+from vrforge.generators.tacit import _option_set, _voxels
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import iso_reconstruction as verifier
 from vrforge.verifiers.voxels import EMPTY, VIEWS, is_connected, lattice, projections, render
 
 VERSION = "1.0.0"
-WALK_STEPS = 160
-POOL_TARGET = 10
+WALK_STEPS = 240
+POOL_TARGET = 14
 
 
 DIFFICULTIES = _voxels.VOXEL_DIFFICULTIES
@@ -68,9 +68,10 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
         k = int(rng.integers(len(pool) + 1))
         base = heights if k == 0 else pool[k - 1][1]
         x, y = int(rng.integers(n)), int(rng.integers(n))
-        new = int(rng.integers(n + 1))
-        if new == base[y][x]:
-            continue
+        # Lower and raise equally often: distractors with less and with more ink than the solution.
+        old = base[y][x]
+        lower = old > 0 and (old == n or rng.random() < 0.5)
+        new = int(rng.integers(old)) if lower else int(rng.integers(old + 1, n + 1))
         candidate = [row[:] for row in base]
         candidate[y][x] = new
         if not is_connected(candidate):
@@ -91,7 +92,11 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     if len(pool) < 4:
         raise RejectedPuzzle("too few distractor solids")
     vectors = np.asarray([_grey_vector(n, labels)] + [_grey_vector(n, lab) for _, _, lab in pool])
-    chosen = _voxels.least_revealing(vectors, [name for name, _, _ in pool], rng, margin=20.0)
+    bare = _grey_vector(n, np.full_like(labels, EMPTY))
+    try:
+        chosen = _option_set.choose(vectors, [name for name, _, _ in pool], rng, puzzle=bare)
+    except ValueError as exc:
+        raise RejectedPuzzle(f"distractors: {exc}") from None
     distractors = [pool[i] for i in chosen]
 
     h = np.asarray(heights)

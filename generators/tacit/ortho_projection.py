@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vrforge.generators.tacit import _voxels
+from vrforge.generators.tacit import _option_set, _voxels
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import ortho_projection as verifier
@@ -126,7 +126,10 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     options = [views] + [option for _, option in candidates]
     shade = {v: _voxels.luminance(_voxels.PALETTE[_voxels.VIEW_SHADE[v]]) for v in VIEWS}
     vectors = np.asarray([np.concatenate([np.where(_from_grid(o[v]).ravel(), shade[v], 255.0) for v in VIEWS]) for o in options])
-    chosen = _voxels.least_revealing(vectors, [name for name, _ in candidates], rng, margin=20.0)
+    try:  # the puzzle's grids are empty: white
+        chosen = _option_set.choose(vectors, [name for name, _ in candidates], rng, puzzle=np.full(vectors.shape[1], 255.0))
+    except ValueError as exc:
+        raise RejectedPuzzle(f"distractors: {exc}") from None
     distractors = [candidates[i] for i in chosen]
 
     stats = {
