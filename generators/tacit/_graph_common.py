@@ -320,7 +320,7 @@ def pick_distractors(labels: Sequence[int], by_kind: Mapping[str, list[list[int]
     vectors = np.stack([label_luminance(labels, palette, off_colour)]
                        + [label_luminance(candidate, palette, off_colour) for _, candidate in flat])
     bare = np.full(len(labels), luminance(UNCOLOURED))  # the puzzle leaves every node blank
-    chosen = _option_set.choose(vectors, [kind for kind, _ in flat], rng, puzzle=bare, rule="cover")
+    chosen = _option_set.choose(vectors, [kind for kind, _ in flat], rng, puzzle=bare)
     return [flat[i] for i in chosen]
 
 

@@ -12,10 +12,9 @@ more (``wrong_steps``), with the other boundary (``wrong_boundary``), with one r
 misread (``wrong_rule``), and a grid explained by none of these (``wrong_cells``): the
 cell-wise majority of the other three distractors (possibly with part of it reverted to the
 solution), or the solution with one or three cells changed. The majority shares its edits with
-the others (I-RAVEN), so the solution need not be the centre of the option set. Among the
-candidate sets the generator takes one whose context-blind picker outcome matches a random
-target (each picker lands on the solution with probability ``_ca_common.PICKER_TARGET``): never landing on
-the solution would be a tell too.
+the others (I-RAVEN), so the solution need not be the centre of the option set. The set is
+chosen among the candidate sets (one grid of each kind) by the shared policy of
+``_option_set`` from the grids' cell grey levels.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import ca_forward as verifier
 from vrforge.verifiers._ca_common import BOUNDARIES, NEIGHBOURHOODS, decode, encode, simulate
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 TABLE_CELL = 34
 TRIES = 30  # rule/grid draws per attempt before the attempt is rejected
 MAX_RULE_CANDIDATES = 6

@@ -18,8 +18,8 @@ classifies the set of wrong entries by its shape): one wrong entry, several in o
 several in one column, several scattered. They share edits (I-RAVEN): all are drawn from a
 small pool of entries (an anchor, entries in its row and column, one elsewhere), each entry
 always getting the same wrong value, so the solution is not the centre of the options; the
-option set is chosen among all such combinations so that each context-blind picker lands on
-the solution only with a small random target probability (``_ca_common.least_revealing``).
+option set (one table of each kind) is chosen among all such combinations by the shared
+policy of ``_option_set`` from the tables' entry grey levels.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import ca_inverse as verifier
 from vrforge.verifiers._ca_common import BLANK, BOUNDARIES, NEIGHBOURHOODS, decode, encode, max_count, neighbour_counts, step
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 TABLE_CELL = 34
 TRIES = 30  # rule/grid draws per attempt before the attempt is rejected
 GRID_DRAWS = 6  # random start grids tried per rule, the one showing most pairs kept

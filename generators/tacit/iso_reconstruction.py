@@ -12,8 +12,9 @@ its drawing). Distractors are solids that get exactly one view wrong: they come 
 random walk of single-column edits (raise, lower, add or remove a column) that starts at
 the reference and also continues from earlier distractors, so distractors share edits; a
 candidate is kept when the verifier's own judge, run on its drawing, fails exactly one
-check. The four are chosen so that the solution is neither the medoid, nor nearest the
-mean, nor the odd one out of the five pictures more often than chance (I-RAVEN).
+check. The walk lowers more often than it raises: a raised column almost always adds ink,
+and without lighter candidates the solution would be the option with the least ink. The
+four are chosen by the shared policy of ``_option_set`` from the triangles' grey levels.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import iso_reconstruction as verifier
 from vrforge.verifiers.voxels import EMPTY, VIEWS, is_connected, lattice, projections, render
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 WALK_STEPS = 240
 POOL_TARGET = 14
+LOWER_SHARE = 0.9  # edits that lower a column: a raised column usually adds ink, a lowered one rarely removes much
 
 
 DIFFICULTIES = _voxels.VOXEL_DIFFICULTIES
@@ -70,7 +72,7 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
         x, y = int(rng.integers(n)), int(rng.integers(n))
         # Lower and raise equally often: distractors with less and with more ink than the solution.
         old = base[y][x]
-        lower = old > 0 and (old == n or rng.random() < 0.5)
+        lower = old > 0 and (old == n or rng.random() < LOWER_SHARE)
         new = int(rng.integers(old)) if lower else int(rng.integers(old + 1, n + 1))
         candidate = [row[:] for row in base]
         candidate[y][x] = new

@@ -21,9 +21,8 @@ all the other rules and breaks only the dropped one (``given_changed``, ``order_
 ``forbidden_symbol``); dropping the row rule (or the column rule) gives grids that keep every
 clue but repeat a symbol in a row (column). ``empty_cell`` blanks the cells where one of those
 grids breaks its rule, so it shares their edits (I-RAVEN style); a few blanks in the solution
-is another candidate. Among the candidates, four of distinct kinds are chosen by replaying the
-context-blind pickers on small glyph-level renderings of the options, so that the solution is
-the medoid / odd one out only about as often as chance would make it (see ``_distractors``).
+is another candidate. The four are chosen by the shared policy of ``_option_set`` from small
+glyph-level renderings of the options.
 
 Drawing is crisp (no anti-aliasing): exact palette PNGs, and at 512 px the glyphs are 40+ px.
 """
@@ -45,7 +44,7 @@ from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import logic_grid as verifier
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 TASK = "logic_grid"
 CELL = 40.0  # SVG units per cell
 MARGIN = 14.0
@@ -489,7 +488,7 @@ def _distractors(meta: dict, clues: list[Clue], solution: list[int], budget: Bud
         bare[r][c] = symbol
     x = _proxy([_as_rows(solution, n)] + [grid for _, grid in flat] + [bare], n)
     try:  # four distinct kinds
-        chosen = _option_set.choose(x[:-1], [name for name, _ in flat], rng, puzzle=x[-1], rule="distinct")
+        chosen = _option_set.choose(x[:-1], [name for name, _ in flat], rng, puzzle=x[-1])
     except ValueError as exc:
         raise RejectedPuzzle(str(exc)) from None
     return [flat[i] for i in chosen]

@@ -10,7 +10,10 @@ is unique; the generator still checks it with the verifier's own judge.
 Distractors share edits with each other (I-RAVEN style) so that the solution is not the
 centre of the option set: the wrong-exit route, the route with that wrong branch attached,
 and the same drawing with the junction cut out all reuse one side branch; the wall breach
-runs along that branch and breaks through into the true route.
+runs along that branch and breaks through into the true route. Each kind comes in variants
+that draw more and less than the route (a long or a short side branch, a gap with or without
+the branch) at a few junctions, and the four are chosen among them by the shared policy of
+``_option_set``, so that the amount of ink does not single out the solution.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from vrforge.svgdraw import fmt, new_drawing, polyline_path, segments_path, to_s
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import maze as maze_verifier
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 CELL = 20  # SVG units per cell
 MARGIN = 16
 GAP = 40  # between layers, room for the chevron

@@ -14,8 +14,7 @@ mistakes such as the view mirrored (seen from the opposite side), the front and 
 swapped, a column miscounted by one, a front view that keeps the nearest column instead of
 the tallest, or a top view with one column missing or added. Mistakes are also applied on
 top of each other (a mirrored view with one column miscounted), so distractors share edits;
-the four are chosen so that the solution is neither the medoid, nor nearest the mean, nor
-the odd one out of the five option pictures (I-RAVEN).
+the four are chosen by the shared policy of ``_option_set`` from the view cells' grey levels.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import ortho_projection as verifier
 from vrforge.verifiers.voxels import VIEWS, projections, render
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 POOL = 12
 Grid = list[str]
 

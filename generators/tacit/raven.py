@@ -17,10 +17,8 @@ rows determine the rule and the rule determines the answer.
 Distractors each change ONE attribute of the answer (grey, size, type, rotation, one object
 added or removed, one object moved), so each fails exactly one check. To keep the solution
 from being the centre of the option set, candidates are drawn for every attribute and
-value, and a set of four is chosen by how context-blind pickers (medoid, closest to the mean,
-odd one out), evaluated on a coarse raster of the answer panel, would see it: the answer's
-rank by total distance to the other options is drawn at random (so it is neither always
-avoided as the medoid nor never the odd one out), then the most varied set of kinds wins.
+value, and a set of four is chosen by the shared policy of ``_option_set`` from a coarse
+raster of the answer panel.
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import raven as rv
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 WIDTH = 400
 MARGIN = 10
 GAP = 10
