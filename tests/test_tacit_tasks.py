@@ -61,9 +61,10 @@ def test_solution_survives_resize_and_jpeg(task):
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_context_blind_pickers_and_probe_stay_near_chance(task):
+def test_context_blind_pickers_stay_near_chance(task):
+    """The single-feature pickers on 90 puzzles (the learned probe needs more: see below)."""
     figures = gate(task, 30, seed=99, width=256)
-    assert all(figures[name] <= PICKER_LIMIT for name in (*PICKERS, PROBE)), figures
+    assert all(figures[name] <= PICKER_LIMIT for name in PICKERS), figures
 
 
 @pytest.mark.slow

@@ -141,9 +141,10 @@ def choose(vectors: np.ndarray, kinds: Sequence[str], rng: np.random.Generator, 
     position = rng.integers(5, size=features)
     target = np.sort(ranks, axis=1)[:, position, np.arange(features)]  # (S, F)
     order = rng.permutation(features)
+    gap = np.abs(ranks[:, 0, :] - target)
     cost = np.zeros(len(sets))
     for feature in order:  # lexicographic: each |rank - target| <= 4 < 10
-        cost = cost * 10 + np.abs(ranks[:, 0, feature] - target[:, feature])
+        cost = cost * 10 + gap[:, feature]
     labels = np.asarray([{name: k for k, name in enumerate(sorted(set(kinds)))}[k] for k in kinds])
     variety = np.asarray([len(set(row)) for row in labels[sets].tolist()])
     key = cost * 10 - variety

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 
@@ -279,12 +280,13 @@ def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.r
         raise RejectedPuzzle("no side branch on the final segment")
     picks = sorted(rng.permutation(len(candidates))[:JUNCTIONS].tolist())
     # Variants of every kind that draw more and less than the route (a long or short side
-    # branch, a gap with or without the branch), so that no amount of ink marks the solution.
-    built: list[tuple[str, list[Stroke]]] = []
-    for index, branch in (candidates[i] for i in picks):
+    # branch, a gap with or without the branch), so that no amount of ink marks the solution;
+    # each junction's variants form a group (portal skips belong to every group).
+    built: list[tuple[str, list[Stroke], int]] = []
+    for group, (index, branch) in enumerate(candidates[i] for i in picks):
         head, tail = segment[: index + 1], segment[index + 1 :]
         short = branch[: max(2, len(branch) // 2)]
-        built += [
+        variants = [
             ("wrong_exit", earlier + [(last, head + branch[1:])]),
             ("wrong_exit", earlier + [(last, head + short[1:])]),
             ("branching", route + [(last, branch)]),
@@ -295,20 +297,23 @@ def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.r
         ]
         breach = _wall_breach(layers[last], head, tail, branch)
         if breach is not None:
-            built.append(("wall_breach", earlier + [(last, breach)]))
+            variants.append(("wall_breach", earlier + [(last, breach)]))
+        built += [(name, strokes, group) for name, strokes in variants]
     if len(layers) > 1:
         for _ in range(2):
             skip = _portal_skip(meta, layers, route, rng)
             if skip is not None:
-                built.append(("portal_skip", skip))
+                built.append(("portal_skip", skip, -1))
 
     seen = {frozenset(_ink(route))}
     valid: list[tuple[str, list[Stroke]]] = []
-    for name, strokes in built:
+    groups: list[int] = []
+    for name, strokes, group in built:
         key = frozenset(_ink(strokes))
         if key not in seen and _fails_exactly(meta, strokes, name):
             seen.add(key)
             valid.append((name, strokes))
+            groups.append(group)
     kinds = sorted({name for name, _ in valid})
     if len(kinds) < 4:
         raise RejectedPuzzle(f"only {len(kinds)} valid distractor kinds ({', '.join(kinds)})")
@@ -317,8 +322,15 @@ def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.r
     universe = sorted(set().union(*inks), key=repr)
     drawn = np.array([[item in ink for item in universe] for ink in inks], dtype=bool)
     vectors = np.where(drawn, PATH_GREY, 255.0)
+    # Sets from one junction's group: distractors that share its side branch (I-RAVEN), not a
+    # star of unrelated edits around the solution, which would make it the medoid.
+    sets = sorted({c for g in sorted(set(groups) - {-1})
+                   for c in combinations([i for i, h in enumerate(groups) if h in (g, -1)], 4)})
+    if len(sets) > _option_set.MAX_SETS:
+        sets = [sets[i] for i in sorted(rng.choice(len(sets), _option_set.MAX_SETS, replace=False).tolist())]
     try:
-        chosen = _option_set.choose(vectors, [name for name, _ in valid], rng, puzzle=np.full(len(universe), 255.0))
+        chosen = _option_set.choose(vectors, [name for name, _ in valid], rng, puzzle=np.full(len(universe), 255.0),
+                                    sets=np.asarray(sets, dtype=np.int64).reshape(-1, 4))
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
     return [valid[i] for i in chosen]
