@@ -4,8 +4,9 @@ Per row: meta validates; the solution passes its verifier; each distractor fails
 named check; the five options are different pixels (all at every resolution config).
 Per release: every file matches the manifest's sha256; the card's configs and the parquet
 row counts match the manifest; every context-blind picker and the learned probe
-(builds/pickers.py, judged on every puzzle of a task) stay at or below 0.30 per task; the answer position is uniform (chi-square); difficulty statistics grow from easy to
-hard. ``audit.json`` records every figure and the manifest's sha256, which publishing checks.
+(builds/pickers.py, judged on every puzzle of a task) stay at or below 0.30 per task; the
+answer position is uniform (chi-square); difficulty statistics grow from easy to hard.
+``audit.json`` records every figure and the manifest's sha256, which publishing checks.
 """
 
 from __future__ import annotations

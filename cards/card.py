@@ -97,7 +97,8 @@ def audit_section(report: dict[str, Any]) -> str:
     """The figures of an audit report as the card's Markdown."""
     lines = [f"Every row was re-verified at every resolution from the released files: {report['rows_checked']:,} rows, "
              f"{report['row_failures']} failures; all {report['files_checked']} files match `manifest.json`.", "",
-             f"Context-blind pickers and a learned probe (accuracy choosing among the five options without solving the puzzle; chance 0.20, "
+             "Context-blind pickers and a learned probe (accuracy choosing among the five options without solving "
+             "the puzzle; chance 0.20, "
              f"limit {report['picker_limit']}, judged for tasks with at least {report['picker_min_puzzles']} puzzles):", "",
              "| task | " + " | ".join(name.replace("_", " ") for name in (*PICKERS, PROBE)) + " |",
              "|---" * (len(PICKERS) + 2) + "|"]

@@ -15,8 +15,8 @@ from conftest import RECIPE
 from PIL import Image
 
 from vrforge.builds.build import build
-from vrforge.builds.pickers import PICKERS, PROBE
 from vrforge.builds.fileio import sha256_file
+from vrforge.builds.pickers import PICKERS, PROBE
 from vrforge.builds.recipe import parse_recipe
 from vrforge.registry import get_task
 

@@ -14,7 +14,6 @@ direction; filled view cells use the shade of the faces that view looks at.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 

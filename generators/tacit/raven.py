@@ -24,7 +24,6 @@ raster of the answer panel.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations
 
 import numpy as np
 
