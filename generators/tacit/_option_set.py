@@ -94,11 +94,24 @@ def _ranks(values: np.ndarray) -> np.ndarray:
     return below + 0.5 * (equal - 1)
 
 
-def stand_in_ranks(vectors: np.ndarray, sets: np.ndarray, puzzle: np.ndarray | None = None) -> np.ndarray:
+def _set_distances(vectors: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """(S, 5, 5) L1 distances between the options of each set (``members``: (S, 5) rows of
+    ``vectors``): from the candidates' distance matrix when that is the smaller computation."""
+    varying = vectors[:, np.ptp(vectors, axis=0) > 0]  # elements equal in every candidate move no distance
+    if len(varying) ** 2 <= members.size * members.shape[1]:
+        matrix = np.abs(varying[:, None, :] - varying[None, :, :]).sum(axis=2)
+        return matrix[members[:, :, None], members[:, None, :]]
+    x = varying[members]
+    return np.abs(x[:, :, None, :] - x[:, None, :, :]).sum(axis=3)
+
+
+def stand_in_ranks(vectors: np.ndarray, sets: np.ndarray, puzzle: np.ndarray | None = None,
+                   distances: np.ndarray | None = None) -> np.ndarray:
     """(S, 5, features) each option's rank in its set on each stand-in feature, the solution first.
 
     ``vectors``: (1 + candidates, D) grey levels, the solution first; ``sets``: (S, count)
-    candidate indices (0 = the first candidate, row 1 of ``vectors``)."""
+    candidate indices (0 = the first candidate, row 1 of ``vectors``); ``distances``: the
+    sets' (S, 5, 5) option distances when already computed."""
     vectors = np.asarray(vectors, dtype=np.float64)
     members = np.concatenate([np.zeros((len(sets), 1), dtype=np.int64), sets + 1], axis=1)  # (S, 5)
     ink = (255.0 - vectors).sum(axis=1)
@@ -106,9 +119,8 @@ def stand_in_ranks(vectors: np.ndarray, sets: np.ndarray, puzzle: np.ndarray | N
     columns = [ink[members], colours[members]]
     if puzzle is not None:
         columns.append(np.abs(vectors - np.asarray(puzzle, dtype=np.float64)).sum(axis=1)[members])
-    varying = vectors[:, np.ptp(vectors, axis=0) > 0]  # elements equal in every candidate move no distance
-    x = varying[members]  # (S, 5, D')
-    pairwise = np.abs(x[:, :, None, :] - x[:, None, :, :]).sum(axis=3)  # (S, 5, 5)
+    pairwise = _set_distances(vectors, members) if distances is None else distances
+    x = vectors[:, np.ptp(vectors, axis=0) > 0][members]  # (S, 5, D')
     columns.append(pairwise.sum(axis=2))
     columns.append(np.abs(x - x.mean(axis=1, keepdims=True)).sum(axis=2))
     columns.append(np.where(np.eye(pairwise.shape[1], dtype=bool), np.inf, pairwise).min(axis=2))
@@ -127,13 +139,13 @@ def choose(vectors: np.ndarray, kinds: Sequence[str], rng: np.random.Generator, 
     if sets is None:
         sets = candidate_sets(kinds, count, rule, rng)
     sets = np.asarray(sets, dtype=np.int64).reshape(-1, count)
-    if len(sets):  # five different pictures: no candidate equal to the solution or to another
-        members = vectors[np.concatenate([np.zeros((len(sets), 1), dtype=np.int64), sets + 1], axis=1)]
-        gaps = np.abs(members[:, :, None, :] - members[:, None, :, :]).sum(axis=3) + np.eye(count + 1)
-        sets = sets[gaps.min(axis=(1, 2)) > 0]
+    members = np.concatenate([np.zeros((len(sets), 1), dtype=np.int64), sets + 1], axis=1)
+    distances = _set_distances(vectors, members)
+    distinct = (distances + np.eye(count + 1)).min(axis=(1, 2)) > 0  # no candidate equal to the solution or another
+    sets, distances = sets[distinct], distances[distinct]
     if not len(sets):
         raise ValueError("no set of distinct options")
-    ranks = stand_in_ranks(vectors, sets, puzzle)  # (S, 5, F)
+    ranks = stand_in_ranks(vectors, sets, puzzle, distances)  # (S, 5, F)
     features = ranks.shape[2]
     # The target: the rank that the option at a random position (drawn per feature) of each set's
     # sorted ranks holds, i.e. the rank of a random option; with ties (two options sharing the
