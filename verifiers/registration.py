@@ -63,7 +63,7 @@ LANDMARK_LIMIT = 1500
 MIN_LANDMARKS = 100
 FAST_RECALL = 0.995  # landmark share that must be ink for the answer to be read as it is
 CLEAR_DISTANCE = 4  # working px from any ink: the reference's clear background
-MIN_CLEAR = 0.3  # share of the clear background an answer must leave clear (noise or a filled canvas does not)
+MIN_CLEAR = 0.5  # share of the clear background an answer must leave clear (noise or a filled canvas does not)
 MAX_RESIDUAL = 0.6  # working pixels: above this the answer does not fit the puzzle
 MAX_ROTATION = 6.0  # degrees: a transform turning more (or shearing more than MAX_SKEW) is no model's edit
 MAX_SKEW = 2.0
@@ -274,6 +274,8 @@ def _landmark_recall(reference: Reference, rgb: np.ndarray, background: np.ndarr
 
 ROTATIONS = (0.0, 1.5, -1.5, 3.0, -3.0)  # degrees: starts for answers turned in their canvas
 SCALE_SEARCH = np.exp(np.linspace(math.log(0.85), math.log(1.18), 41))  # around a guess, for a cut axis
+GOOD_CORRELATION = 0.9  # a candidate this well correlated (and close) ends the search
+TIE_DISTANCE = 0.05  # working px: candidates closer than this in mean distance are ranked by correlation
 REFINED_STARTS = 3  # the best-scoring starts that ECC refines
 
 
@@ -407,15 +409,21 @@ def _starts(reference: Reference, box: tuple[float, float, float, float], margin
     return starts
 
 
-def _start_score(template: np.ndarray, mask: np.ndarray, answer_ink: np.ndarray, start: np.ndarray) -> float:
-    """Correlation of the (half-size) template with the answer resampled by ``start``, near the reference's ink."""
+def _correlation(template: np.ndarray, mask: np.ndarray, answer_ink: np.ndarray, warp: np.ndarray) -> float:
+    """Correlation of the template with the answer resampled by ``warp`` (template px -> answer
+    px), near the reference's ink."""
     height, width = template.shape
-    pre = cv2.warpAffine(answer_ink, _compose(start, np.array([[2, 0, 0.5], [0, 2, 0.5]], dtype=np.float32)), (width, height),
-                         flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
+    pre = cv2.warpAffine(answer_ink, warp, (width, height), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                         borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
     keep = mask > 0
     t, a = template[keep], pre[keep]
     t, a = t - t.mean(), a - a.mean()
     return float((t * a).sum() / (np.sqrt((t * t).sum() * (a * a).sum()) + 1e-9))
+
+
+def _start_score(template: np.ndarray, mask: np.ndarray, answer_ink: np.ndarray, start: np.ndarray) -> float:
+    """``_correlation`` with a half-size template and mask (a cheap first ranking of the starts)."""
+    return _correlation(template, mask, answer_ink, _compose(start, np.array([[2, 0, 0.5], [0, 2, 0.5]], dtype=np.float32)))
 
 
 def _compose(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
@@ -546,7 +554,7 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
     half_template = cv2.resize(template, half, interpolation=cv2.INTER_AREA)
     half_near = cv2.resize(near, half, interpolation=cv2.INTER_NEAREST)
     scores = [_start_score(half_template, half_near, answer_ink, start) for start in starts]
-    best: tuple[float, np.ndarray, float] | None = None
+    best: tuple[float, float, np.ndarray, float] | None = None
     ranked = sorted(range(len(starts)), key=lambda k: -scores[k])[:REFINED_STARTS]
     plain_fit = None
     for candidates in [plain] + [[starts[k]] for k in ranked]:
@@ -554,19 +562,22 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
         # they moved and the puzzle's lines did not.
         for warp in candidates + ([_refine(template, near, answer_ink, candidates[0])] if candidates else []):
             distances = _distances(reference, answer_ink, warp)
-            # Candidates are ranked by the mean over all the ink (each sees the same erasures, if any).
-            fit = float(distances.mean()) if distances.size else float("inf")
+            # Ranked by the mean distance over all the puzzle's ink (each candidate sees the same
+            # erasures, if any); near-ties by correlation near that ink, which a slide along a
+            # periodic grid lowers even where every line still lands on some line.
+            mean = float(distances.mean()) if distances.size else float("inf")
+            candidate = (mean, _correlation(template, near, answer_ink, warp), warp, _residual(distances))
             if plain_fit is None and plain and warp is plain[0]:
-                plain_fit = (fit, warp, _residual(distances))
-            if best is None or fit < best[0]:
-                best = (fit, warp, _residual(distances))
-        if best is not None and best[0] <= MAX_RESIDUAL / 4:
+                plain_fit = candidate
+            if best is None or _better(candidate, best):
+                best = candidate
+        if best is not None and best[0] <= MAX_RESIDUAL / 4 and best[1] >= GOOD_CORRELATION:
             break
     if best is None:
         return "no start to refine"
-    if plain_fit is not None and best[2] > MAX_RESIDUAL:
+    if plain_fit is not None and best[3] > MAX_RESIDUAL:
         best = plain_fit  # nothing fits: an answer with the puzzle's proportions is read in its own frame
-    _, warp, residual = best
+    _, _, warp, residual = best
     full = _answer_matrix(reference, warp, factor)
     # A picture in the puzzle's own frame needs no fit: what it lacks is for the checks to judge
     # (an erased diagram is a failed check, not a misaligned answer).
@@ -597,6 +608,13 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
     warped = cv2.warpAffine(rgb, to_answer.astype(np.float64), (out_w, out_h),
                             flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_REPLICATE)
     return Registration(_recoloured(warped, background, reference.background), details)
+
+
+def _better(a: tuple[float, float, np.ndarray, float], b: tuple[float, float, np.ndarray, float]) -> bool:
+    """Whether candidate ``a`` (mean distance, correlation, ...) fits better than ``b``."""
+    if abs(a[0] - b[0]) > TIE_DISTANCE:
+        return a[0] < b[0]
+    return a[1] > b[1]
 
 
 def _answer_matrix(reference: Reference, warp: np.ndarray, factor: float) -> np.ndarray:
