@@ -1,9 +1,9 @@
 """Per task and difficulty: generation time and the context-blind shortcut, in one run.
 
 For N puzzles per difficulty it times generate + draw, counts rejected attempts, renders
-the five options at 256 px and records what the three context-blind pickers (medoid,
-closest to the pixel mean, odd one out) choose. The baseline is chance (0.20); the limit is
-0.30.
+the five options and the bare puzzle at 256 px and records what every context-blind picker
+of ``vrforge.pickers`` chooses (the learned probe needs a whole task: the audit runs it). The
+baseline is chance (0.20); the limit is 0.30.
 
     python -m vrforge.bench.tasks --puzzles 200 --workers 2
 
@@ -37,7 +37,8 @@ def measure(job: tuple[str, str, int]) -> dict:
     svgs = [spec.draw(puzzle.meta, option) for option in puzzle.options()]
     seconds = time.perf_counter() - started
     options = [rasterise(svg, (256,))[256] for svg in svgs]
-    return {"seconds": seconds, "rejected": rejected, "picks": pick_all(options), "answer": puzzle.answer_index}
+    bare = rasterise(spec.draw(puzzle.meta, None), (256,))[256]
+    return {"seconds": seconds, "rejected": rejected, "picks": pick_all(options, bare), "answer": puzzle.answer_index}
 
 
 def main(argv: list[str] | None = None) -> int:

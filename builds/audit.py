@@ -3,9 +3,10 @@
 Per row: meta validates; the solution passes its verifier; each distractor fails exactly its
 named check; the five options are different pixels (all at every resolution config).
 Per release: every file matches the manifest's sha256; the card's configs and the parquet
-row counts match the manifest; the three context-blind pickers stay at or below 0.30 per
-task; the answer position is uniform (chi-square); difficulty statistics grow from easy to
-hard. ``audit.json`` records every figure and the manifest's sha256, which publishing checks.
+row counts match the manifest; every context-blind picker and the learned probe
+(vrforge/pickers.py, judged on every puzzle of a task) stay at or below 0.30 per task; the
+answer position is uniform (chi-square); difficulty statistics grow from easy to hard.
+``audit.json`` records every figure and the manifest's sha256, which publishing checks.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import numpy as np
 import pyarrow.parquet as pq
 import yaml
 from tqdm import tqdm
@@ -28,7 +30,7 @@ from vrforge.buffers import reuse_large_buffers
 from vrforge.cards.card import AUDIT_PENDING, audit_section, with_audit_section
 from vrforge.fileio import sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.imageio import UnusableImage, load_rgb
-from vrforge.pickers import PICKERS, pick_all, picker_accuracy
+from vrforge.pickers import PICKERS, PROBE, gate_figures, option_features
 from vrforge.registry import UnknownTask, get_task
 from vrforge.schemas.layout import AUDIT_FILE, BOOKKEEPING_FILES, CARD_FILE, DIFFICULTIES, MAIN_RESOLUTION, MANIFEST_FILE, config_name
 
@@ -89,7 +91,7 @@ def _audit_shard(job: list[tuple[str, bool]]) -> dict[str, Any]:
     (the same puzzles in the same order), so each puzzle's meta is parsed and validated once. In
     the smallest resolution's file (``True``) also the options' pairwise difference and the picks."""
     failures: list[str] = []
-    picks: list[tuple[str, dict[str, int], int]] = []
+    picks: list[tuple[str, str, np.ndarray, int]] = []
     tables = [(pq.read_table(path), with_picks) for path, with_picks in job]
     counts = {table.num_rows for table, _ in tables}
     if len(counts) > 1:
@@ -117,7 +119,7 @@ def _audit_shard(job: list[tuple[str, bool]]) -> dict[str, Any]:
 
 
 def _row_failures(spec: Any, meta: dict[str, Any], row: dict[str, Any],
-                  picks: list[tuple[str, dict[str, int], int]] | None) -> list[str]:
+                  picks: list[tuple[str, str, np.ndarray, int]] | None) -> list[str]:
     """The verifier checks of one row's images; with ``picks``, also the options' difference and the picks."""
     rid, failures = row["id"], []
     try:  # each image is decoded once, then verified, compared and (maybe) picked from
@@ -137,7 +139,11 @@ def _row_failures(spec: Any, meta: dict[str, Any], row: dict[str, Any],
         options.insert(row["answer_index"], solution)
         if len({hashlib.sha256(o.tobytes()).digest() for o in options}) != len(options):
             failures.append(f"{rid}: two options are identical pixels")
-        picks.append((row["task"], pick_all(options), row["answer_index"]))
+        try:
+            puzzle = load_rgb(row["puzzle"]["bytes"])
+        except UnusableImage as exc:
+            return failures + [f"{rid}: the puzzle image cannot be read ({exc})"]
+        picks.append((row["task"], rid, option_features(options, puzzle), row["answer_index"]))
     return failures
 
 
@@ -189,20 +195,25 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
     # Every row, every resolution: one job per shard, its resolutions side by side.
     results = _map(_audit_shard, _shard_jobs(manifest, shard_paths), workers, progress)
     row_failures = [f for r in results for f in r["failures"]]
-    choices: dict[str, list[dict[str, int]]] = defaultdict(list)
-    answers: dict[str, list[int]] = defaultdict(list)
+    by_task: dict[str, list[tuple[str, np.ndarray, int]]] = defaultdict(list)
     for result in results:
-        for task, pick, answer in result["picks"]:
-            choices[task].append(pick)
-            answers[task].append(answer)
-
-    pickers = {task: picker_accuracy(choices[task], answers[task]) for task in sorted(choices)}
+        for task, rid, features, answer in result["picks"]:
+            by_task[task].append((rid, features, answer))
+    answers: dict[str, list[int]] = {}
+    pickers: dict[str, dict[str, float | None]] = {}  # None: too few puzzles for the probe
+    for task in sorted(by_task):  # sorted by id: the probe's halves do not depend on the worker count
+        rows = sorted(by_task[task], key=lambda item: item[0])
+        answers[task] = [answer for _, _, answer in rows]
+        figures = gate_figures(np.stack([features for _, features, _ in rows]), answers[task])
+        pickers[task] = {name: round(value, 4) if value == value else None for name, value in figures.items()}
     for task, accuracy in pickers.items():
         if len(answers[task]) < PICKER_MIN_PUZZLES:
             continue
-        for name in PICKERS:
-            if accuracy[name] > PICKER_LIMIT:
-                problems.append(f"{task}: context-blind picker {name} scores {accuracy[name]:.3f} > {PICKER_LIMIT}")
+        for name in (*PICKERS, PROBE):
+            value = accuracy[name]
+            if value is not None and value > PICKER_LIMIT:
+                what = "the learned context-blind probe" if name == PROBE else f"context-blind picker {name}"
+                problems.append(f"{task}: {what} scores {value:.3f} > {PICKER_LIMIT}")
     positions = Counter(a for values in answers.values() for a in values)
     counts = [positions.get(i, 0) for i in range(5)]
     statistic, p_value = chi_square_uniform(counts)
@@ -304,12 +315,16 @@ def _map(function, items: list, workers: int, progress: bool) -> list[dict[str, 
     return results
 
 
+def _figure(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def summary(report: dict[str, Any]) -> str:
     """The readable summary printed by ``vrforge audit``: every figure in the report."""
     lines = [f"audit {'PASSED' if report['passed'] else 'FAILED'}: {report['rows_checked']} rows, "
              f"{report['files_checked']} files checked, {report['row_failures']} row failures"]
     for task, accuracy in report["pickers"].items():
-        lines.append(f"  {task}: context-blind pickers " + ", ".join(f"{k} {v:.3f}" for k, v in accuracy.items())
+        lines.append(f"  {task}: context-blind pickers " + ", ".join(f"{k} {_figure(v)}" for k, v in accuracy.items())
                      + f" (limit {report['picker_limit']}, judged from {PICKER_MIN_PUZZLES} puzzles)")
     positions = report["answer_positions"]
     lines.append(f"  answer positions {positions['counts']}: chi2 {positions['chi2']}, p {positions['p_value']}")

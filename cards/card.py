@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from vrforge.pickers import PICKERS
+from vrforge.pickers import PICKERS, PROBE
 from vrforge.registry import get_task
 from vrforge.schemas.layout import SPLITS, config_name, main_first, split_glob
 from vrforge.schemas.tacit import tacit_features
@@ -125,11 +125,14 @@ def audit_section(report: dict[str, Any]) -> str:
     """The figures of an audit report as the card's Markdown."""
     lines = [f"Every row was re-verified at every resolution from the released files: {report['rows_checked']:,} rows, "
              f"{report['row_failures']} failures; all {report['files_checked']} files match `manifest.json`.", "",
-             f"Context-blind pickers (accuracy choosing among the five options without the puzzle; chance 0.20, "
+             "Context-blind pickers and a learned probe (accuracy choosing among the five options without solving "
+             "the puzzle; chance 0.20, "
              f"limit {report['picker_limit']}, judged for tasks with at least {report['picker_min_puzzles']} puzzles):", "",
-             "| task | medoid | closest to mean | odd one out |", "|---|---|---|---|"]
+             "| task | " + " | ".join(name.replace("_", " ") for name in (*PICKERS, PROBE)) + " |",
+             "|---" * (len(PICKERS) + 2) + "|"]
     for task, accuracy in report["pickers"].items():
-        lines.append(f"| `{task}` | " + " | ".join(f"{accuracy[name]:.3f}" for name in PICKERS) + " |")
+        lines.append(f"| `{task}` | " + " | ".join("n/a" if accuracy.get(name) is None else f"{accuracy[name]:.3f}"
+                                                  for name in (*PICKERS, PROBE)) + " |")
     positions = report["answer_positions"]
     lines += ["", f"Answer positions {positions['counts']}: χ² {positions['chi2']:.2f}, p {positions['p_value']:.2f} "
               "(uniform).", "", "Difficulty (mean per puzzle, easy / medium / hard) and rejected generation attempts:", "",

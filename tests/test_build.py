@@ -17,6 +17,7 @@ from PIL import Image
 from vrforge.builds.build import build
 from vrforge.builds.recipe import parse_recipe
 from vrforge.fileio import sha256_file
+from vrforge.pickers import PICKERS, PROBE
 from vrforge.registry import get_task
 
 
@@ -127,9 +128,31 @@ def test_audit_passes_a_fresh_build_and_records_every_figure(built, tmp_path):
     report = audit(copy, progress=False)
     assert report["passed"], report["problems"] + report["row_failure_examples"]
     assert report["rows_checked"] == 27  # 3 puzzles x 3 difficulties x 3 resolutions
-    assert set(report["pickers"]["maze"]) == {"medoid", "closest_to_mean", "odd_one_out"}
+    assert set(report["pickers"]["maze"]) == {*PICKERS, PROBE}
+    assert all(0.0 <= value <= 1.0 for value in report["pickers"]["maze"].values())
     assert sum(report["answer_positions"]["counts"]) == 9
     assert json.loads((copy / "audit.json").read_text())["manifest_sha256"] == sha256_file(copy / "manifest.json")
+
+
+def test_the_audit_fails_a_task_whose_options_give_the_answer_away(built, tmp_path, monkeypatch):
+    import shutil
+
+    from vrforge.builds import audit as audit_module
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    seen = {}
+
+    def leaky(features, answers):  # the real figures, with the probe finding half the answers
+        seen["shape"] = features.shape
+        return {**dict.fromkeys(PICKERS, 0.2), PROBE: 0.5}
+
+    monkeypatch.setattr(audit_module, "gate_figures", leaky)
+    monkeypatch.setattr(audit_module, "PICKER_MIN_PUZZLES", 9)
+    report = audit_module.audit(copy, progress=False)
+    assert seen["shape"] == (9, 5, 6)  # every puzzle of the task, once (smallest resolution)
+    assert not report["passed"]
+    assert "maze: the learned context-blind probe scores 0.500 > 0.3" in report["problems"]
 
 
 def test_a_passed_audit_writes_its_figures_into_the_card(built, tmp_path):

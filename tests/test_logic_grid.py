@@ -72,7 +72,7 @@ def test_solution_passes_everywhere(built: tuple) -> None:
 
 def test_each_distractor_fails_exactly_its_check(built: tuple) -> None:
     puzzle, _, distractors = built
-    assert len(puzzle.distractors) == 4 and len(set(puzzle.violations)) == 4
+    assert len(puzzle.distractors) == 4
     assert set(puzzle.violations) <= set(verifier.CHECKS)
     for name, grid, rasters in zip(puzzle.violations, puzzle.distractors, distractors):
         assert [k for k, ok in verifier.judge(puzzle.meta, grid).items() if not ok] == [name]

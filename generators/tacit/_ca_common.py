@@ -103,37 +103,6 @@ def luminance(states: Sequence[str]) -> np.ndarray:
     return np.asarray([hex_luminance(colour) for colour in [*states, "#ffffff"]], dtype=np.float64)
 
 
-PICKER_TARGET = 0.12  # how often each context-blind picker should land on the solution
-
-
-def picker_hits(features: np.ndarray, sets: np.ndarray) -> np.ndarray:
-    """Which of the three context-blind pickers (medoid, closest to mean, odd one out) choose
-    the solution, for each option set (sets x 3).
-
-    ``features``: one row per candidate answer (grey level per cell); ``sets``: rows of five
-    indices into it, the solution first.
-    """
-    pairwise = np.abs(features[:, None, :] - features[None, :, :]).sum(axis=2)
-    totals = pairwise[sets[:, :, None], sets[:, None, :]].sum(axis=2)
-    options = features[sets]
-    near_mean = np.abs(options - options.mean(axis=1, keepdims=True)).sum(axis=2)
-    return np.stack([np.argmin(totals, axis=1) == 0, np.argmin(near_mean, axis=1) == 0, np.argmax(totals, axis=1) == 0], axis=1)
-
-
-def least_revealing(features: np.ndarray, sets: np.ndarray, rng: np.random.Generator) -> int:
-    """Index of the option set to use (see ``picker_hits`` for the arguments).
-
-    Never landing on the solution would itself be a tell ("never the medoid"), so each puzzle
-    draws a target for each picker (hit with probability PICKER_TARGET) and takes a set that
-    matches the target as closely as possible, at random among the closest.
-    """
-    hits = picker_hits(features, sets)
-    target = rng.random(3) < PICKER_TARGET
-    cost = (hits != target[None, :]).sum(axis=1)
-    best = np.flatnonzero(cost == cost.min())
-    return int(best[int(rng.integers(len(best)))])
-
-
 # ---------------------------------------------------------------- drawing
 
 

@@ -3,7 +3,7 @@
 Everything both tasks need lives here once: the colour pool and node styling, layout
 construction and quality checks (node spacing, edge clearance, crossings), drawing nodes and
 edges, small exact graph algorithms (colouring by
-backtracking), and the choice of a distractor set that reveals least to context-blind pickers.
+backtracking), and the distractor candidates (the set is chosen by ``_option_set``).
 
 The leading underscore keeps the registry from importing this module as a task.
 
@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations, product
-from typing import Any, cast
+from typing import Any
 
 import networkx as nx
 import numpy as np
 
+from vrforge.generators.tacit import _option_set
 from vrforge.svgdraw import fmt, segments_path
 from vrforge.types import RejectedPuzzle
 from vrforge.verifiers.graph_nodes import OFF_PALETTE_LABEL, UNCOLOURED_LABEL
@@ -270,46 +271,6 @@ def draw_graph(drawing: Any, pos: Sequence[Point], edges: Sequence[Edge], fills:
 # ---------------------------------------------------------------- distractor choice
 
 
-PICKER_CHANCE = 0.2  # each picker should find the solution about as often as a blind guess
-
-
-def picker_outcomes(vectors: np.ndarray, margin: float = 2.0) -> dict[str, np.ndarray]:
-    """How each context-blind picker (vrforge/pickers.py) fares on option 0 of each option set:
-    1.0 when it clearly picks it, 0.0 when it clearly picks another option, 0.5 when too close
-    to call.
-
-    ``vectors`` (sets, options, features) stand in for the option images (node luminance:
-    every node has the same area and everything else is identical between options).
-    Near-ties are uncertain because the real images break them by anti-aliasing noise we do
-    not model.
-    """
-    distances = np.abs(vectors[:, :, None, :] - vectors[:, None, :, :]).sum(axis=3)
-    totals = distances.sum(axis=2)
-    near_mean = np.abs(vectors - vectors.mean(axis=1, keepdims=True)).sum(axis=2)
-
-    def outcome(values: np.ndarray) -> np.ndarray:
-        gap = values[:, 1:].min(axis=1) - values[:, 0]  # > 0: option 0 wins
-        return np.where(gap > margin, 1.0, np.where(gap < -margin, 0.0, 0.5))
-
-    return {"medoid": outcome(totals), "closest_to_mean": outcome(near_mean), "odd_one_out": outcome(-totals)}
-
-
-def least_revealing(vectors: np.ndarray, rng: np.random.Generator) -> int:
-    """Index of the option set (``vectors``: sets x 5 options x features, the solution first)
-    whose picker outcomes match a random target: each picker is meant to find the solution
-    with probability PICKER_CHANCE.
-
-    Always hiding the solution from every picker would make "pick what no picker picks" a
-    winning strategy; matching a chance-level target keeps every picker at about chance.
-    Ties among equally good sets are broken with ``rng``.
-    """
-    target = {name: float(rng.random() < PICKER_CHANCE) for name in ("medoid", "closest_to_mean", "odd_one_out")}
-    outcomes = picker_outcomes(vectors)
-    scores = cast(np.ndarray, sum(np.abs(outcomes[name] - target[name]) for name in target))
-    shortlist = np.flatnonzero(scores == scores.min())
-    return int(shortlist[int(rng.integers(len(shortlist)))])
-
-
 def label_luminance(labels: Sequence[int], palette: Sequence[str], off_colour: str) -> np.ndarray:
     """Luminance per node of a labelled answer, as it would be drawn."""
     table = {UNCOLOURED_LABEL: hex_luminance(UNCOLOURED), OFF_PALETTE_LABEL: hex_luminance(off_colour)}
@@ -343,45 +304,26 @@ def site_variants(labels: Sequence[int], sites: Sequence[int], values: Sequence[
 
 
 def pick_distractors(labels: Sequence[int], by_kind: Mapping[str, list[list[int]]], kinds: Sequence[str],
-                     palette: Sequence[str], off_colour: str, rng: np.random.Generator,
-                     count: int = 4, tries: int = 300) -> list[tuple[str, list[int]]]:
-    """``count`` (violation, labels) distractors, every kind in ``kinds`` at least once, the set
-    chosen by ``least_revealing`` among ``tries`` random candidate sets, in random order."""
-    if any(not by_kind.get(kind) for kind in kinds) or len(kinds) > count:
+                     palette: Sequence[str], off_colour: str, rng: np.random.Generator) -> list[tuple[str, list[int]]]:
+    """Four (violation, labels) distractors, every kind in ``kinds`` at least once, chosen by
+    the shared policy (``_option_set``) from node luminances (every node has the same area and
+    everything else is identical between options), in random order."""
+    if any(not by_kind.get(kind) for kind in kinds):
         raise ValueError("a kind has no candidates")
     flat = [(kind, candidate) for kind in kinds for candidate in by_kind[kind]]
-    offsets = np.cumsum([0] + [len(by_kind[kind]) for kind in kinds])
-    sizes = np.asarray([len(by_kind[kind]) for kind in kinds])
-    # One candidate of every kind per set (vectorised draws), plus one more of a random kind.
-    columns = [offsets[i] + rng.integers(sizes[i], size=tries) for i in range(len(kinds))]
-    if count == len(kinds) + 1:
-        extra_kind = rng.integers(len(kinds), size=tries)
-        first = np.stack(columns, axis=1)[np.arange(tries), extra_kind]
-        shift = rng.integers(np.maximum(sizes[extra_kind] - 1, 1))
-        second = offsets[extra_kind] + shift
-        second = second + (second >= first)  # a different candidate of the same kind
-        columns.append(second)
-        usable = sizes[extra_kind] >= 2
-    elif count == len(kinds):
-        usable = np.ones(tries, dtype=bool)
-    else:
-        raise ValueError(f"count must be {len(kinds)} or {len(kinds) + 1}")
-    sets = np.stack(columns, axis=1)[usable]
-    if not len(sets):
-        raise ValueError("no candidate distractor set")
-    features = np.stack([label_luminance(labels, palette, off_colour)]
-                        + [label_luminance(candidate, palette, off_colour) for _, candidate in flat])
-    index = np.concatenate([np.zeros((len(sets), 1), dtype=np.int64), sets + 1], axis=1)
-    best = sets[least_revealing(features[index], rng)].tolist()
-    return [flat[best[i]] for i in rng.permutation(count).tolist()]
+    vectors = np.stack([label_luminance(labels, palette, off_colour)]
+                       + [label_luminance(candidate, palette, off_colour) for _, candidate in flat])
+    bare = np.full(len(labels), hex_luminance(UNCOLOURED))  # the puzzle leaves every node blank
+    chosen = _option_set.choose(vectors, [kind for kind, _ in flat], rng, puzzle=bare)
+    return [flat[i] for i in chosen]
 
 
 def distractors_at_sites(meta: Mapping[str, Any], labels: Sequence[int], sites: Sequence[int], values: Sequence[int],
                          judge: Callable[[list[int]], Mapping[str, bool]], kinds: Sequence[str], off_colour: str,
-                         rng: np.random.Generator, tries: int) -> list[tuple[str, list[int]]]:
+                         rng: np.random.Generator) -> list[tuple[str, list[int]]]:
     """Every judged combination of ``values`` at ``sites``, then the least revealing set of four."""
     by_kind = site_variants(labels, sites, values, judge)
     try:
-        return pick_distractors(labels, by_kind, kinds, meta["palette"], off_colour, rng, tries=tries)
+        return pick_distractors(labels, by_kind, kinds, meta["palette"], off_colour, rng)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None

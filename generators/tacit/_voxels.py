@@ -1,5 +1,6 @@
 """Shared by the ``ortho_projection`` and ``iso_reconstruction`` tasks: random stacked-cube
-solids, the common picture layout and its SVG drawing, and the choice of distractor sets.
+solids and the common picture layout (drawn by ``_voxel_drawing``; distractor sets are
+chosen by ``_option_set``).
 
 (A module whose name starts with "_" is not a task: the registry skips it.)
 
@@ -13,9 +14,7 @@ direction; filled view cells use the shade of the faces that view looks at.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -39,7 +38,6 @@ PALETTE = {
     "grid": "#9e9e9e",
     "glyph_off": "#e3e3e3",
 }
-SUBSET_SAMPLE = 600
 
 @dataclass(frozen=True)
 class VoxelConfig:
@@ -123,51 +121,3 @@ def drawable_solid(n: int, columns: tuple[int, int], rng: np.random.Generator) -
     if len(search.solutions) != 1 or search.truncated:
         raise RejectedPuzzle("the drawing shows more than one solid")
     return heights
-
-
-# ---------------------------------------------------------------- drawing
-
-
-def least_revealing(vectors: np.ndarray, names: Sequence[str], rng: np.random.Generator, margin: float = 0.0,
-                    rates: tuple[float, float] = (0.15, 0.2)) -> list[int]:
-    """Choose four distractors (rows 1.. of ``vectors``; row 0 is the solution) so that the
-    context-blind pickers (the medoid, the option nearest the mean, the odd one out) find
-    the solution about as often as chance. ``vectors`` stand in for the option pictures (one
-    entry per cell or triangle, its grey level).
-
-    A picker that never finds the solution also gives it away (rule out the options the
-    pickers name), so each picker is drawn to "find" the solution with probability 1/5 and
-    a set realising that pattern (clearly, by ``margin``) is chosen when one exists;
-    otherwise a set that as few pickers as possible find (a near tie counts as found).
-    Among equals, sets naming more different checks are preferred; then a random one.
-    """
-    count = len(vectors) - 1
-    if count < 4:
-        raise ValueError("need at least four candidate distractors")
-    if count <= 12:
-        subsets = np.asarray([(0, *c) for c in combinations(range(1, count + 1), 4)], dtype=np.int64)
-    else:  # a random sample of the sets keeps the cost flat
-        draws = np.sort(np.argsort(rng.random((SUBSET_SAMPLE, count)), axis=1)[:, :4] + 1, axis=1)
-        subsets = np.unique(np.concatenate([np.zeros((SUBSET_SAMPLE, 1), dtype=np.int64), draws], axis=1), axis=0)
-    distances = np.abs(vectors[:, None, :] - vectors[None, :, :]).sum(axis=2)
-    block = distances[subsets[:, :, None], subsets[:, None, :]]  # (S, 5, 5)
-    totals = block.sum(axis=2)
-    chosen_vectors = vectors[subsets]  # (S, 5, D)
-    near_mean = np.abs(chosen_vectors - chosen_vectors.mean(axis=1, keepdims=True)).sum(axis=2)
-    # (found with a tie counted as found, found clearly) for each picker
-    medoid = (totals[:, 0] <= totals[:, 1:].min(axis=1) + margin, totals[:, 0] < totals[:, 1:].min(axis=1) - margin)
-    closest = (near_mean[:, 0] <= near_mean[:, 1:].min(axis=1) + margin, near_mean[:, 0] < near_mean[:, 1:].min(axis=1) - margin)
-    odd = (totals[:, 0] >= totals[:, 1:].max(axis=1) - margin, totals[:, 0] > totals[:, 1:].max(axis=1) + margin)
-    draw = float(rng.random())  # medoid and nearest-the-mean go together; the odd one out is their opposite
-    pattern = (True, True, False) if draw < rates[0] else (False, False, True) if draw < sum(rates) else (False, False, False)
-    realised = np.ones(len(subsets), dtype=bool)
-    for want, (loose, clear) in zip(pattern, (medoid, closest, odd)):
-        realised &= clear if want else ~loose
-    score = np.where(realised, 0, 1 + medoid[0].astype(int) + closest[0].astype(int) + odd[0].astype(int))
-    codes = {name: k for k, name in enumerate(sorted(set(names)))}
-    labels = np.sort(np.asarray([codes[name] for name in names])[subsets[:, 1:] - 1], axis=1)
-    variety = 1 + (np.diff(labels, axis=1) != 0).sum(axis=1)
-    key = score * 10 - variety
-    best = np.flatnonzero(key == key.min())
-    pick = subsets[best[int(rng.integers(len(best)))]]
-    return [int(i) - 1 for i in pick[1:]]

@@ -12,10 +12,9 @@ more (``wrong_steps``), with the other boundary (``wrong_boundary``), with one r
 misread (``wrong_rule``), and a grid explained by none of these (``wrong_cells``): the
 cell-wise majority of the other three distractors (possibly with part of it reverted to the
 solution), or the solution with one or three cells changed. The majority shares its edits with
-the others (I-RAVEN), so the solution need not be the centre of the option set. Among the
-candidate sets the generator takes one whose context-blind picker outcome matches a random
-target (each picker lands on the solution with probability ``_ca_common.PICKER_TARGET``): never landing on
-the solution would be a tell too.
+the others (I-RAVEN), so the solution need not be the centre of the option set. The set is
+chosen among the candidate sets (one grid of each kind) by the shared policy of
+``_option_set`` from the grids' cell grey levels.
 """
 
 from __future__ import annotations
@@ -26,12 +25,13 @@ from itertools import product
 import numpy as np
 
 from vrforge.generators.tacit import _ca_common as common
+from vrforge.generators.tacit import _option_set
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import ca_forward as verifier
 from vrforge.verifiers._ca_common import BOUNDARIES, NEIGHBOURHOODS, decode, encode, simulate
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 TABLE_CELL = 34
 TRIES = 30  # rule/grid draws per attempt before the attempt is rejected
 MAX_RULE_CANDIDATES = 6
@@ -141,6 +141,7 @@ def _distractors(meta: dict, end: np.ndarray, rng: np.random.Generator) -> list[
     for name, pool in pools:
         where[name] = list(range(len(grids), len(grids) + len(pool)))
         grids += pool
+    where_any = {i for members in where.values() for i in members}
     sets: list[list[int]] = []
     for fixed in product(where["wrong_steps"], where["wrong_boundary"], where["wrong_rule"]):
         for cells_grid in _cell_candidates(end, [grids[i] for i in fixed], meta["states"], rng):
@@ -151,9 +152,14 @@ def _distractors(meta: dict, end: np.ndarray, rng: np.random.Generator) -> list[
         return None
     grey = common.luminance(meta["palette"]["states"])
     features = np.stack([grey[g].ravel() for g in grids])
-    chosen = sets[common.least_revealing(features, np.asarray(sets, dtype=np.int64), rng)]
-    best = [grids[i] for i in chosen[1:]]
-    return list(zip(verifier.CHECKS, best))
+    kinds = [next(name for name, members in where.items() if i in members) if i in where_any else "wrong_cells"
+             for i in range(1, len(grids))]
+    bare = np.full(features.shape[1], grey[-1])  # the puzzle's result frame is empty
+    try:
+        chosen = _option_set.choose(features, kinds, rng, puzzle=bare, sets=np.asarray(sets, dtype=np.int64)[:, 1:] - 1)
+    except ValueError:
+        return None
+    return [(kinds[i], grids[i + 1]) for i in chosen]
 
 
 def _steps_of(meta: dict, grid: np.ndarray) -> int:

@@ -18,8 +18,8 @@ classifies the set of wrong entries by its shape): one wrong entry, several in o
 several in one column, several scattered. They share edits (I-RAVEN): all are drawn from a
 small pool of entries (an anchor, entries in its row and column, one elsewhere), each entry
 always getting the same wrong value, so the solution is not the centre of the options; the
-option set is chosen among all such combinations so that each context-blind picker lands on
-the solution only with a small random target probability (``_ca_common.least_revealing``).
+option set (one table of each kind) is chosen among all such combinations by the shared
+policy of ``_option_set`` from the tables' entry grey levels.
 """
 
 from __future__ import annotations
@@ -30,16 +30,17 @@ from itertools import combinations, product
 import numpy as np
 
 from vrforge.generators.tacit import _ca_common as common
+from vrforge.generators.tacit import _option_set
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import ca_inverse as verifier
 from vrforge.verifiers._ca_common import BLANK, BOUNDARIES, NEIGHBOURHOODS, decode, encode, max_count, neighbour_counts, step
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 TABLE_CELL = 34
 TRIES = 30  # rule/grid draws per attempt before the attempt is rejected
 GRID_DRAWS = 6  # random start grids tried per rule, the one showing most pairs kept
-MAX_SETS = 2000  # option sets scored per puzzle
+MAX_SETS = 600  # option sets scored per puzzle
 
 
 @dataclass(frozen=True)
@@ -166,13 +167,16 @@ def _distractors(meta: dict, rule: np.ndarray, unknown: list[tuple[int, int]],
     if len(sets) > MAX_SETS:
         sets = [sets[i] for i in sorted(rng.choice(len(sets), MAX_SETS, replace=False).tolist())]
     grey = common.luminance(meta["palette"]["states"])
-    tables = [rule] + [t for name in verifier.CHECKS for t in by_kind[name]]
-    features = np.stack([grey[t].ravel() for t in tables])
-    offsets = np.cumsum([1] + [len(by_kind[name]) for name in verifier.CHECKS])[:-1]
-    index = np.asarray(sets, dtype=np.int64) + offsets[None, :]
-    index = np.concatenate([np.zeros((len(sets), 1), dtype=np.int64), index], axis=1)
-    best = sets[common.least_revealing(features, index, rng)]
-    out = [(name, by_kind[name][i]) for name, i in zip(verifier.CHECKS, best)]
+    flat = [(name, t) for name in verifier.CHECKS for t in by_kind[name]]
+    features = np.stack([grey[rule].ravel()] + [grey[t].ravel() for _, t in flat])
+    offsets = np.cumsum([0] + [len(by_kind[name]) for name in verifier.CHECKS])[:-1]
+    bare = grey[verifier.given_table(meta)].ravel()  # unknown entries are empty (-1: background)
+    try:  # one table of every kind per set
+        chosen = _option_set.choose(features, [name for name, _ in flat], rng, puzzle=bare,
+                                    sets=np.asarray(sets, dtype=np.int64) + offsets[None, :])
+    except ValueError:
+        return None
+    out = [flat[i] for i in chosen]
     for name, table in out:  # the verifier's own judge confirms each distractor's violation
         if [k for k, ok in verifier.judge(meta, table, rule).items() if not ok] != [name]:
             return None

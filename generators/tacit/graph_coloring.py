@@ -14,10 +14,9 @@ Distractors share edits (I-RAVEN): three "site" nodes are chosen, every combinat
 values at those sites (a palette colour, uncoloured, the off-palette colour) is judged, and
 combinations that break exactly one check become candidates (an adjacent conflict, an
 off-palette colour, an uncoloured node; several sites may carry the same kind of fault, and
-other sites may hold a different but legal colour). Among many candidate sets of four
-(every kind present) the one that the context-blind pickers (medoid, closest to mean, odd
-one out, computed on node luminance, which is all that differs between options) find
-least is kept, so the solution is not the centre of the option set.
+other sites may hold a different but legal colour). The set of four is chosen from them by
+the shared policy of ``_option_set`` (node luminance is all that differs between options),
+so the solution is not the centre of the option set.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import graph_coloring as verifier
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 WIDTH = 400.0
 GRAPH_BOX = (34.0, 34.0, 366.0, 366.0)
 SWATCH_SIZE = 36.0
@@ -43,7 +42,6 @@ NODE_RADIUS = 17.0
 EDGE_WIDTH = 3.0
 OUTLINE_WIDTH = 2.5
 SITES = 3
-CANDIDATE_SETS = 300
 GRAPH_TRIES = 60
 
 
@@ -181,7 +179,7 @@ def _distractors(meta: dict, labels: list[int], off_colour: str, rng: np.random.
     sites = sorted(rng.choice(n, size=min(SITES, n), replace=False).tolist())
     values = list(range(k)) + [gc.UNCOLOURED_LABEL, gc.OFF_PALETTE_LABEL]
     return gc.distractors_at_sites(meta, labels, sites, values, lambda candidate: verifier.judge(meta, candidate),
-                                   verifier.CHECKS, off_colour, rng, CANDIDATE_SETS)
+                                   verifier.CHECKS, off_colour, rng)
 
 
 # ---------------------------------------------------------------- drawing

@@ -22,7 +22,8 @@ B nodes, the rest consistent), ``edge_mismatch`` (a one-to-one colouring where c
 similar nodes are exchanged, so some edge of B joins colours that are not joined in A).
 They share edits (I-RAVEN): three "site" nodes of B with similar neighbourhoods are chosen,
 every assignment of the sites' colours / blank / off-palette is judged, and the set of four
-(one per kind) that the context-blind pickers find least is kept.
+is chosen from them by the shared policy of ``_option_set`` (node luminance is all that
+differs between options).
 
 Difficulty: node count and edge count; medium and hard graphs are near-regular (degrees
 differ by at most one; hard graphs are cubic) so counting degrees does not solve them, and
@@ -43,7 +44,7 @@ from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import graph_isomorphism as verifier
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 PANEL = 340.0
 MARGIN = 20.0
 GAP = 40.0
@@ -54,7 +55,6 @@ EDGE_WIDTH = 3.0
 OUTLINE_WIDTH = 2.5
 SEPARATOR = "#bdbdbd"
 SITES = 3
-CANDIDATE_SETS = 300
 GRAPH_TRIES = 200
 LAYOUT_TRIES = 5
 
@@ -226,7 +226,7 @@ def _distractors(meta: dict, labels: list[int], off_colour: str, rng: np.random.
     sites = _sites(n, [tuple(e) for e in meta["edges_b"]], rng)
     values = [labels[s] for s in sites] + [gc.UNCOLOURED_LABEL, gc.OFF_PALETTE_LABEL]
     return gc.distractors_at_sites(meta, labels, sites, values, lambda candidate: verifier.judge(meta, candidate),
-                                   verifier.CHECKS, off_colour, rng, CANDIDATE_SETS)
+                                   verifier.CHECKS, off_colour, rng)
 
 
 # ---------------------------------------------------------------- drawing

@@ -12,8 +12,9 @@ its drawing). Distractors are solids that get exactly one view wrong: they come 
 random walk of single-column edits (raise, lower, add or remove a column) that starts at
 the reference and also continues from earlier distractors, so distractors share edits; a
 candidate is kept when the verifier's own judge, run on its drawing, fails exactly one
-check. The four are chosen so that the solution is neither the medoid, nor nearest the
-mean, nor the odd one out of the five pictures more often than chance (I-RAVEN).
+check. The walk lowers more often than it raises: a raised column almost always adds ink,
+and without lighter candidates the solution would be the option with the least ink. The
+four are chosen by the shared policy of ``_option_set`` from the triangles' grey levels.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from vrforge.generators.tacit import _voxels
+from vrforge.generators.tacit import _option_set, _voxels
 from vrforge.imagemetrics import ssim
 from vrforge.registry import StrictMode, TaskSpec, register_task
 from vrforge.render import rasterise_cached
@@ -33,9 +34,10 @@ from vrforge.verifiers import iso_reconstruction as verifier
 from vrforge.verifiers.sampling import hex_luminance
 from vrforge.verifiers.voxels import EMPTY, VIEWS, is_connected, lattice, projections, render
 
-VERSION = "1.0.0"
-WALK_STEPS = 160
-POOL_TARGET = 10
+VERSION = "1.1.0"
+WALK_STEPS = 240
+POOL_TARGET = 14
+LOWER_SHARE = 0.9  # edits that lower a column: a raised column usually adds ink, a lowered one rarely removes much
 STRICT_SSIM = 0.99999  # verify --strict: only a pixel-faithful drawing of the reference solid passes
 SSIM_MAX_WIDTH = 512  # larger answers are compared after the same box reduction of both images
 
@@ -77,9 +79,10 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
         k = int(rng.integers(len(pool) + 1))
         base = heights if k == 0 else pool[k - 1][1]
         x, y = int(rng.integers(n)), int(rng.integers(n))
-        new = int(rng.integers(n + 1))
-        if new == base[y][x]:
-            continue
+        # Lower and raise equally often: distractors with less and with more ink than the solution.
+        old = base[y][x]
+        lower = old > 0 and (old == n or rng.random() < LOWER_SHARE)
+        new = int(rng.integers(old)) if lower else int(rng.integers(old + 1, n + 1))
         candidate = [row[:] for row in base]
         candidate[y][x] = new
         if not is_connected(candidate):
@@ -100,7 +103,11 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     if len(pool) < 4:
         raise RejectedPuzzle("too few distractor solids")
     vectors = np.asarray([_grey_vector(n, labels)] + [_grey_vector(n, lab) for _, _, lab in pool])
-    chosen = _voxels.least_revealing(vectors, [name for name, _, _ in pool], rng, margin=20.0)
+    bare = _grey_vector(n, np.full_like(labels, EMPTY))
+    try:
+        chosen = _option_set.choose(vectors, [name for name, _, _ in pool], rng, puzzle=bare)
+    except ValueError as exc:
+        raise RejectedPuzzle(f"distractors: {exc}") from None
     distractors = [pool[i] for i in chosen]
 
     h = np.asarray(heights)

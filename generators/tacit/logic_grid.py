@@ -21,9 +21,8 @@ all the other rules and breaks only the dropped one (``given_changed``, ``order_
 ``forbidden_symbol``); dropping the row rule (or the column rule) gives grids that keep every
 clue but repeat a symbol in a row (column). ``empty_cell`` blanks the cells where one of those
 grids breaks its rule, so it shares their edits (I-RAVEN style); a few blanks in the solution
-is another candidate. Among the candidates, four of distinct kinds are chosen by replaying the
-context-blind pickers on small glyph-level renderings of the options, so that the solution is
-the medoid / odd one out only about as often as chance would make it (see ``_distractors``).
+is another candidate. The four are chosen by the shared policy of ``_option_set`` from small
+glyph-level renderings of the options.
 
 Drawing is crisp (no anti-aliasing): exact palette PNGs, and at 512 px the glyphs are 40+ px.
 """
@@ -40,12 +39,13 @@ import numpy as np
 import svgwrite
 from PIL import Image, ImageDraw
 
+from vrforge.generators.tacit import _option_set
 from vrforge.registry import TaskSpec, register_task
 from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import logic_grid as verifier
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 TASK = "logic_grid"
 CELL = 40.0  # SVG units per cell
 MARGIN = 14.0
@@ -56,8 +56,6 @@ MARK_R = 0.14 * CELL  # forbidden mark radius
 MARK_AT = 0.19 * CELL  # forbidden mark centre, from the cell's top-left corner
 LEGEND_SCALE = 0.75  # legend glyphs relative to grid glyphs
 LEGEND_PITCH = 0.82 * CELL
-CENTRE_RATE = 0.05  # see _distractors
-ODD_RATE = 0.2
 
 PALETTE: dict[str, Any] = {
     "background": "#ffffff",
@@ -485,39 +483,16 @@ def _distractors(meta: dict, clues: list[Clue], solution: list[int], budget: Bud
     found = _candidates(meta, clues, solution, budget, rng)
     if len(found) < 4:
         raise RejectedPuzzle(f"only {len(found)} distractor kinds ({', '.join(sorted(found))})")
-    names = sorted(found)
-    pool = [_as_rows(solution, n)]
-    owner: list[tuple[str, int]] = [("solution", 0)]
-    for name in names:
-        for k, grid in enumerate(found[name]):
-            pool.append(grid)
-            owner.append((name, k))
-    x = _proxy(pool, n)
-    distances = np.abs(x[:, None, :] - x[None, :, :]).sum(axis=2)
-    where = {o: i for i, o in enumerate(owner)}
-    subsets = [list(zip(kinds, picks)) for kinds in combinations(names, 4)
-               for picks in product(*(range(len(found[name])) for name in kinds))]
-    members = np.array([[0] + [where[pick] for pick in subset] for subset in subsets])  # (S, 5)
-    d = distances[members[:, :, None], members[:, None, :]]  # (S, 5, 5)
-    distinct = (d + np.eye(5) * 1e9).min(axis=(1, 2)) > 0  # equal grids would be identical pictures
-    totals = d.sum(axis=2)
-    xs = x[members]  # (S, 5, L)
-    near_mean = np.abs(xs - xs.mean(axis=1, keepdims=True)).sum(axis=2)
-    # Steer each picker's verdict: the solution is the medoid (and nearest the mean) only in
-    # about CENTRE_RATE of puzzles and the odd one out in about ODD_RATE, like any other option
-    # would be, rather than never (which a picker could exploit by elimination).
-    centre, odd = rng.random() < CENTRE_RATE, rng.random() < ODD_RATE
-    score = (((totals.argmin(axis=1) == 0) != centre).astype(int) + ((near_mean.argmin(axis=1) == 0) != centre)
-             + ((totals.argmax(axis=1) == 0) != odd))
-    scores = [int(v) for v in score[distinct]]
-    subsets = [subset for subset, ok in zip(subsets, distinct) if ok]
-    if not subsets:
-        raise RejectedPuzzle("no set of distinct options")
-    best = min(scores)
-    shortlist = [subset for subset, value in zip(subsets, scores) if value == best]
-    chosen = shortlist[int(rng.integers(len(shortlist)))]
-    order = rng.permutation(4).tolist()
-    return [(chosen[i][0], found[chosen[i][0]][chosen[i][1]]) for i in order]
+    flat = [(name, grid) for name in sorted(found) for grid in found[name]]
+    bare = [[EMPTY] * n for _ in range(n)]  # the puzzle: only the givens drawn
+    for r, c, symbol in meta["givens"]:
+        bare[r][c] = symbol
+    x = _proxy([_as_rows(solution, n)] + [grid for _, grid in flat] + [bare], n)
+    try:  # four distinct kinds
+        chosen = _option_set.choose(x[:-1], [name for name, _ in flat], rng, puzzle=x[-1])
+    except ValueError as exc:
+        raise RejectedPuzzle(str(exc)) from None
+    return [flat[i] for i in chosen]
 
 
 # ---------------------------------------------------------------- drawing

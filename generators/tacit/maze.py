@@ -10,7 +10,10 @@ is unique; the generator still checks it with the verifier's own judge.
 Distractors share edits with each other (I-RAVEN style) so that the solution is not the
 centre of the option set: the wrong-exit route, the route with that wrong branch attached,
 and the same drawing with the junction cut out all reuse one side branch; the wall breach
-runs along that branch and breaks through into the true route.
+runs along that branch and breaks through into the true route. Each kind comes in variants
+that draw more and less than the route (a long or a short side branch, a gap with or without
+the branch) at a few junctions, and the four are chosen among them by the shared policy of
+``_option_set``, so that the amount of ink does not single out the solution.
 """
 
 from __future__ import annotations
@@ -21,17 +24,19 @@ from itertools import combinations
 
 import numpy as np
 
+from vrforge.generators.tacit import _option_set
 from vrforge.registry import TaskSpec, register_task
 from vrforge.svgdraw import fmt, new_drawing, polyline_path, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import maze as maze_verifier
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 CELL = 20  # SVG units per cell
 MARGIN = 16
 GAP = 40  # between layers, room for the chevron
 WALL_WIDTH = 0.12 * CELL
 PATH_WIDTH = 0.42 * CELL
+JUNCTIONS = 3  # side branches whose distractor variants compete for the set
 
 PALETTE = {
     "background": "#ffffff",
@@ -41,6 +46,7 @@ PALETTE = {
     "end": "#c62828",
     "chevron": "#9e9e9e",
 }
+PATH_GREY = 0.299 * 0x19 + 0.587 * 0x76 + 0.114 * 0xD2  # the path colour's luma, as pickers see it
 PORTAL_COLOURS = ("#ef6c00", "#8e24aa", "#00897b", "#f9a825")
 
 Cell = tuple[int, int]  # (row, col)
@@ -264,40 +270,70 @@ def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.r
     last = len(layers) - 1
     segment = route[last][1]
     earlier = route[:last]
-    # Junctions on the last layer's segment whose side branch is about as long as the rest of
-    # the route: wrong exit and true exit then differ by similar amounts of ink.
+    # Junctions on the last layer's segment with a side branch of at least three cells.
     candidates = []
     for index in range(1, len(segment) - 1):
         branch = _branch_off(layers[last], segment, index)
         if len(branch) >= 3:
-            remaining = len(segment) - index - 1
-            candidates.append((abs(len(branch) - 1 - remaining), index, branch))
+            candidates.append((index, branch))
     if not candidates:
         raise RejectedPuzzle("no side branch on the final segment")
-    candidates.sort(key=lambda item: (item[0], item[1]))
-    shortlist = candidates[: max(1, len(candidates) // 3)]
-    _, index, branch = shortlist[int(rng.integers(len(shortlist)))]
-    head, tail = segment[: index + 1], segment[index + 1 :]
-
-    built: dict[str, list[Stroke]] = {
-        "wrong_exit": earlier + [(last, head + branch[1:])],
-        "branching": route + [(last, branch)],
-        "disconnected": earlier + [(last, segment[:index]), (last, tail), (last, branch[1:])],
-    }
-    breach = _wall_breach(layers[last], head, tail, branch)
-    if breach is not None:
-        built["wall_breach"] = earlier + [(last, breach)]
+    picks = sorted(rng.permutation(len(candidates))[:JUNCTIONS].tolist())
+    # Variants of every kind that draw more and less than the route (a long or short side
+    # branch, a gap with or without the branch), so that no amount of ink marks the solution;
+    # each junction's variants form a group (portal skips belong to every group).
+    built: list[tuple[str, list[Stroke], int]] = []
+    for group, (index, branch) in enumerate(candidates[i] for i in picks):
+        head, tail = segment[: index + 1], segment[index + 1 :]
+        short = branch[: max(2, len(branch) // 2)]
+        variants = [
+            ("wrong_exit", earlier + [(last, head + branch[1:])]),
+            ("wrong_exit", earlier + [(last, head + short[1:])]),
+            ("branching", route + [(last, branch)]),
+            ("branching", route + [(last, short)]),
+            ("disconnected", earlier + [(last, segment[:index]), (last, tail), (last, branch[1:])]),
+            ("disconnected", earlier + [(last, segment[:index]), (last, tail)]),
+            ("disconnected", earlier + [(last, segment[: max(1, index - 1)]), (last, tail)]),
+        ]
+        breach = _wall_breach(layers[last], head, tail, branch)
+        if breach is not None:
+            variants.append(("wall_breach", earlier + [(last, breach)]))
+        built += [(name, strokes, group) for name, strokes in variants]
     if len(layers) > 1:
-        skip = _portal_skip(meta, layers, route, rng)
-        if skip is not None:
-            built["portal_skip"] = skip
+        for _ in range(2):
+            skip = _portal_skip(meta, layers, route, rng)
+            if skip is not None:
+                built.append(("portal_skip", skip, -1))
 
-    valid = {name: strokes for name, strokes in built.items() if _fails_exactly(meta, strokes, name)}
-    if len(valid) < 4:
-        raise RejectedPuzzle(f"only {len(valid)} valid distractor kinds ({', '.join(sorted(valid))})")
-    chosen = _least_revealing_subset(route, valid, rng)
-    order = rng.permutation(4).tolist()
-    return [(chosen[i], valid[chosen[i]]) for i in order]
+    seen = {frozenset(_ink(route))}
+    valid: list[tuple[str, list[Stroke]]] = []
+    groups: list[int] = []
+    for name, strokes, group in built:
+        key = frozenset(_ink(strokes))
+        if key not in seen and _fails_exactly(meta, strokes, name):
+            seen.add(key)
+            valid.append((name, strokes))
+            groups.append(group)
+    kinds = sorted({name for name, _ in valid})
+    if len(kinds) < 4:
+        raise RejectedPuzzle(f"only {len(kinds)} valid distractor kinds ({', '.join(kinds)})")
+    # Stand-in pictures: every cell and link any option draws, in the path's grey where drawn.
+    inks = [_ink(route)] + [_ink(strokes) for _, strokes in valid]
+    universe = sorted(set().union(*inks), key=repr)
+    drawn = np.array([[item in ink for item in universe] for ink in inks], dtype=bool)
+    vectors = np.where(drawn, PATH_GREY, 255.0)
+    # Sets from one junction's group: distractors that share its side branch (I-RAVEN), not a
+    # star of unrelated edits around the solution, which would make it the medoid.
+    sets = sorted({c for g in sorted(set(groups) - {-1})
+                   for c in combinations([i for i, h in enumerate(groups) if h in (g, -1)], 4)})
+    if len(sets) > _option_set.MAX_SETS:
+        sets = [sets[i] for i in sorted(rng.choice(len(sets), _option_set.MAX_SETS, replace=False).tolist())]
+    try:
+        chosen = _option_set.choose(vectors, [name for name, _ in valid], rng, puzzle=np.full(len(universe), 255.0),
+                                    sets=np.asarray(sets, dtype=np.int64).reshape(-1, 4))
+    except ValueError as exc:
+        raise RejectedPuzzle(f"distractors: {exc}") from None
+    return [valid[i] for i in chosen]
 
 
 def _ink(strokes: list[Stroke]) -> set:
@@ -307,27 +343,6 @@ def _ink(strokes: list[Stroke]) -> set:
         ink.update((layer, cell) for cell in line)
         ink.update((layer, *sorted((a, b))) for a, b in zip(line, line[1:]))
     return ink
-
-
-def _least_revealing_subset(route: list[Stroke], valid: dict[str, list[Stroke]], rng: np.random.Generator) -> list[str]:
-    """Four distractor kinds such that as few context-blind pickers as possible find the solution.
-
-    Ink difference (cells + links drawn differently) stands in for pixel distance: the
-    solution must not be the medoid, the option nearest the mean, or the odd one out.
-    """
-    names = sorted(valid)
-    subsets = [list(c) for c in combinations(names, 4)]
-    scores = []
-    for subset in subsets:
-        inks = [_ink(route)] + [_ink(valid[name]) for name in subset]
-        universe = sorted(set().union(*inks), key=repr)
-        x = np.array([[item in ink for item in universe] for ink in inks], dtype=np.float32)
-        totals = np.abs(x[:, None, :] - x[None, :, :]).sum(axis=(1, 2))
-        near_mean = np.abs(x - x.mean(axis=0)).sum(axis=1)
-        scores.append(int(np.argmin(totals) == 0) + int(np.argmax(totals) == 0) + int(np.argmin(near_mean) == 0))
-    best = min(scores)
-    shortlist = [subset for subset, score in zip(subsets, scores) if score == best]
-    return shortlist[int(rng.integers(len(shortlist)))]
 
 
 def _wall_breach(layer: Layer, head: list[Cell], tail: list[Cell], branch: list[Cell]) -> list[Cell] | None:

@@ -14,22 +14,21 @@ mistakes such as the view mirrored (seen from the opposite side), the front and 
 swapped, a column miscounted by one, a front view that keeps the nearest column instead of
 the tallest, or a top view with one column missing or added. Mistakes are also applied on
 top of each other (a mirrored view with one column miscounted), so distractors share edits;
-the four are chosen so that the solution is neither the medoid, nor nearest the mean, nor
-the odd one out of the five option pictures (I-RAVEN).
+the four are chosen by the shared policy of ``_option_set`` from the view cells' grey levels.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from vrforge.generators.tacit import _voxels
+from vrforge.generators.tacit import _option_set, _voxels
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import ortho_projection as verifier
 from vrforge.verifiers.sampling import hex_luminance
 from vrforge.verifiers.voxels import VIEWS, projections, render
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 POOL = 12
 Grid = list[str]
 
@@ -127,7 +126,10 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     options = [views] + [option for _, option in candidates]
     shade = {v: hex_luminance(_voxels.PALETTE[_voxels.VIEW_SHADE[v]]) for v in VIEWS}
     vectors = np.asarray([np.concatenate([np.where(_from_grid(o[v]).ravel(), shade[v], 255.0) for v in VIEWS]) for o in options])
-    chosen = _voxels.least_revealing(vectors, [name for name, _ in candidates], rng, margin=20.0)
+    try:  # the puzzle's grids are empty: white
+        chosen = _option_set.choose(vectors, [name for name, _ in candidates], rng, puzzle=np.full(vectors.shape[1], 255.0))
+    except ValueError as exc:
+        raise RejectedPuzzle(f"distractors: {exc}") from None
     distractors = [candidates[i] for i in chosen]
 
     stats = {

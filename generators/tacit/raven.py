@@ -17,10 +17,8 @@ rows determine the rule and the rule determines the answer.
 Distractors each change ONE attribute of the answer (grey, size, type, rotation, one object
 added or removed, one object moved), so each fails exactly one check. To keep the solution
 from being the centre of the option set, candidates are drawn for every attribute and
-value, and a set of four is chosen by how context-blind pickers (medoid, closest to the mean,
-odd one out), evaluated on a coarse raster of the answer panel, would see it: the answer's
-rank by total distance to the other options is drawn at random (so it is neither always
-avoided as the medoid nor never the odd one out), then the most varied set of kinds wins.
+value, and a set of four is chosen by the shared policy of ``_option_set`` from a coarse
+raster of the answer panel.
 """
 
 from __future__ import annotations
@@ -28,11 +26,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import combinations
 from typing import Any
 
 import numpy as np
 
+from vrforge.generators.tacit import _option_set
 from vrforge.imagemetrics import luminance, ssim
 from vrforge.registry import StrictMode, TaskSpec, register_task
 from vrforge.render import rasterise_cached
@@ -40,7 +38,7 @@ from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import raven as rv
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 WIDTH = 400
 MARGIN = 10
 GAP = 10
@@ -51,8 +49,6 @@ NON_CONSTANT = ("progression", "arithmetic", "distribute_three")
 ROTATING_TYPES = (0, 2)  # triangle, pentagon: four distinct quarter turns
 ROW_TRIES = 60
 PICKER_POOL = 12
-RANK_WEIGHTS = (0.14, 0.24, 0.24, 0.24, 0.14)  # chance of each rank of the answer among the options
-SUBSETS = 200  # distractor sets scored (a random sample of the 4-subsets of the pool)
 THUMB = 38  # the answer panel's side in the pickers' 128 px thumbnail
 # verify --strict: SSIM of the answer panel against the reference drawing (the paper's threshold)
 STRICT_SSIM = 0.997
@@ -314,26 +310,12 @@ def _distractors(meta: dict, answer: dict, rng: np.random.Generator) -> list[tup
     if len(chosen) < 4:
         raise RejectedPuzzle(f"only {len(chosen)} distractor candidates")
     x = np.stack([_raster(meta, answer)] + [_raster(meta, panel) for _, panel in chosen])
-    x = x[:, np.ptp(x, axis=0) > 0]  # pixels equal in every option add nothing to any distance
-    subsets = np.asarray(list(combinations(range(1, len(chosen) + 1), 4)))
-    if len(subsets) > SUBSETS:
-        subsets = subsets[np.sort(rng.choice(len(subsets), size=SUBSETS, replace=False))]
-    groups = np.concatenate([np.zeros((len(subsets), 1), dtype=int), subsets], axis=1)  # answer first
-    vectors = x[groups]  # (S, 5, D)
-    pair = np.abs(x[:, None, :] - x[None, :, :]).sum(axis=2)
-    totals = pair[groups[:, :, None], groups[:, None, :]].sum(axis=2)  # (S, 5)
-    near = np.abs(vectors - vectors.mean(axis=1, keepdims=True)).sum(axis=2)
-    others = slice(1, None)
-    # The answer's rank by total distance (0: the medoid, 4: the odd one out) is drawn at random, so that
-    # no picker finds it often and none can be ruled out either ("never the odd one out" is a hint too).
-    rank = (totals[:, others] < totals[:, :1]).sum(axis=1)
-    mean_rank = (near[:, others] < near[:, :1]).sum(axis=1)
-    target = int(rng.choice(5, p=RANK_WEIGHTS))
-    kinds = np.asarray([len({chosen[i - 1][0] for i in subset}) for subset in subsets])
-    score = 100 * np.abs(rank - target) + 10 * (mean_rank == 0) * (target != 0) - kinds
-    best = np.flatnonzero(score == score.min())
-    subset = subsets[int(best[int(rng.integers(len(best)))])]
-    return [chosen[i - 1] for i in rng.permutation(subset).tolist()]
+    bare = np.full(x.shape[1], 255.0)  # the puzzle leaves the answer panel empty
+    try:
+        picked = _option_set.choose(x, [name for name, _ in chosen], rng, puzzle=bare)
+    except ValueError as exc:
+        raise RejectedPuzzle(f"distractors: {exc}") from None
+    return [chosen[i] for i in picked]
 
 
 # ---------------------------------------------------------------- drawing
