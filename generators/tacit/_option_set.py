@@ -30,13 +30,17 @@ feature's rank stays uniform.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import combinations
 from math import comb
+from typing import TypeVar
 
 import numpy as np
 
+State = TypeVar("State")
+
 MAX_SETS = 600  # candidate sets scored per puzzle: enough choice, bounded cost
+CENTRE_TRIES = 8  # distractors tried as the centre before the solution takes it
 RULES = ("distinct", "cover", "any")
 STAND_IN_FEATURES = ("ink", "colours", "puzzle_distance", "total_distance", "mean_distance", "nearest_other")
 
@@ -163,3 +167,59 @@ def choose(vectors: np.ndarray, kinds: Sequence[str], rng: np.random.Generator, 
     best = np.flatnonzero(key == key.min())
     chosen = sets[int(best[int(rng.integers(len(best)))])]
     return [int(i) for i in rng.permutation(chosen)]
+
+
+def _pick_leaves(kinds: Sequence[str], count: int, rng: np.random.Generator) -> list[int]:
+    """``count`` indices drawn at random, different violations first: a rule on the kinds
+    alone, which looks at no option's picture, so it favours no option."""
+    order = rng.permutation(len(kinds)).tolist()
+    picked: list[int] = []
+    for i in order:
+        if len(picked) < count and kinds[i] not in {kinds[j] for j in picked}:
+            picked.append(i)
+    picked += [i for i in order if i not in picked][: count - len(picked)]
+    return picked
+
+
+def _distinct(found: Sequence[tuple[str, State]], stand_in: Callable[[State], np.ndarray],
+              exclude: Sequence[np.ndarray]) -> tuple[list[tuple[str, State]], list[np.ndarray]]:
+    """The variants whose stand-in differs from every other one and from ``exclude``, in order."""
+    seen = {np.asarray(v, dtype=np.float64).tobytes() for v in exclude}
+    kept, vectors = [], []
+    for kind, state in found:
+        vector = np.asarray(stand_in(state), dtype=np.float64)
+        if vector.tobytes() not in seen:
+            seen.add(vector.tobytes())
+            kept.append((kind, state))
+            vectors.append(vector)
+    return kept, vectors
+
+
+def choose_star(solution: State, variants: Callable[[State], Sequence[tuple[str, State]]],
+                stand_in: Callable[[State], np.ndarray], rng: np.random.Generator, *,
+                count: int = 4) -> list[tuple[str, State]]:
+    """Four (violation, answer) distractors built around a centre that is the solution only one
+    time in five.
+
+    ``variants(state)``: the task's near misses of any answer state, each one edit away and
+    failing exactly the check it names; ``stand_in(state)``: a vector that differs whenever the
+    drawn answers differ (equal ones are kept once). If every distractor were one edit of the
+    solution, the solution would sit at the centre of its set, nearest to all the others, and a
+    probe that never sees the puzzle would find it. So the centre is drawn like any option:
+    with probability 1/(count + 1) the solution, with ``count`` of its variants around it;
+    otherwise a random variant of the solution, with the solution (one edit back) and
+    ``count - 1`` variants of that distractor around it. The options around the centre are
+    drawn at random (different violations first), never by their pictures: a choice that
+    looked at the solution's ink or distances would itself mark the solution. The set is fair
+    when the task's variants are symmetric, so that undoing an edit looks like making one."""
+    solution_vector = np.asarray(stand_in(solution), dtype=np.float64)
+    first, first_vectors = _distinct(variants(solution), stand_in, [solution_vector])
+    if int(rng.integers(count + 1)) > 0:
+        for index in rng.permutation(len(first))[:CENTRE_TRIES].tolist():
+            leaves, _ = _distinct(variants(first[index][1]), stand_in, [solution_vector, first_vectors[index]])
+            if len(leaves) >= count - 1:
+                picked = [first[index], *(leaves[i] for i in _pick_leaves([k for k, _ in leaves], count - 1, rng))]
+                return [picked[i] for i in rng.permutation(count).tolist()]
+    if len(first) < count:
+        raise ValueError(f"only {len(first)} distinct variants of the solution")
+    return [first[i] for i in _pick_leaves([k for k, _ in first], count, rng)]
