@@ -16,7 +16,7 @@ from vrforge.builds.item import build_item
 from vrforge.builds.plan import PlanItem
 from vrforge.generators.tacit import _graph_common as gc
 from vrforge.generators.tacit import graph_coloring as task
-from vrforge.pickers import pick_all, picker_accuracy
+from vrforge.pickers import colour_count, pick_all, picker_accuracy
 from vrforge.registry import accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise
 from vrforge.seeding import item_rng
@@ -194,6 +194,58 @@ def test_deterministic():
     assert task.draw(a.meta, a.solution) == task.draw(b.meta, b.solution)
     assert [task.draw(a.meta, d) for d in a.distractors] == [task.draw(b.meta, d) for d in b.distractors]
     assert a.answer_index == b.answer_index and a.violations == b.violations
+
+
+def labels_of(meta, fills) -> tuple[int, ...]:
+    index = {c: i for i, c in enumerate(meta["palette"])}
+    return tuple(index.get(c, gc.UNCOLOURED_LABEL if c == meta["uncoloured"] else gc.OFF_PALETTE_LABEL) for c in fills)
+
+
+def one_apart(a, b) -> bool:
+    return sum(x != y for x, y in zip(a, b)) == 1
+
+
+def test_variants_fail_exactly_their_check_and_recolouring_reverses():
+    for difficulty in DIFFICULTIES:
+        for seed in range(4):
+            p = make(difficulty, seed)
+            variants = task.variants(p.meta, salt=seed)
+            solution = labels_of(p.meta, p.solution)
+            for state in [solution, *(labels_of(p.meta, d) for d in p.distractors)]:
+                found = variants(state)
+                if min(state) >= 0:  # a centre candidate; a rare blank or off-palette answer has fewer
+                    assert len(found) >= 6
+                assert variants(state) == found  # an answer's variants never change
+                for kind, variant in found:
+                    assert one_apart(state, variant)
+                    assert [name for name, ok in verifier.judge(p.meta, list(variant)).items() if not ok] == [kind]
+                    changed = next(i for i, (x, y) in enumerate(zip(state, variant)) if x != y)
+                    if state != solution and state[changed] >= 0:
+                        # Recolouring back is a variant too: undoing an edit is an edit.
+                        assert state in {v for _, v in variants(variant)}
+
+
+def test_options_form_a_star_of_single_recolourings():
+    """Every distractor is one node away from the solution (the solution is the centre), or
+    the centre is a distractor one node away from the solution and from every other option."""
+    centred = 0
+    for seed in range(30):
+        p = make("medium", seed)
+        solution = labels_of(p.meta, p.solution)
+        states = [labels_of(p.meta, d) for d in p.distractors]
+        if all(one_apart(solution, s) for s in states):
+            centred += 1
+            continue
+        centres = [c for c in states if one_apart(solution, c) and all(one_apart(c, s) for s in states if s != c)]
+        assert centres, seed
+    assert 1 <= centred <= 15  # the solution is the centre about one time in five
+
+
+def test_off_palette_grey_adds_no_colour_to_the_picture(puzzle):
+    fills = list(puzzle.solution)
+    fills[0] = gc.OFF_PALETTE_FILL
+    assert colour_count(render(puzzle.meta, fills)) == colour_count(render(puzzle.meta, puzzle.solution))
+    assert verifier.verify(puzzle.meta, render(puzzle.meta, fills)).failed == ["off_palette"]
 
 
 SNAPSHOTS = {
