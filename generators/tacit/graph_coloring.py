@@ -45,7 +45,7 @@ HEIGHT = 450.0
 NODE_RADIUS = 17.0
 EDGE_WIDTH = 3.0
 OUTLINE_WIDTH = 2.5
-RARE_FAULT = 0.1  # chance that an answer offers a blank node, and an off-palette one
+RARE_FAULT = 0.05  # chance that an answer offers a blank node, and an off-palette one
 GRAPH_TRIES = 60
 
 
