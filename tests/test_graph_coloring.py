@@ -16,7 +16,7 @@ from vrforge.builds.item import build_item
 from vrforge.builds.plan import PlanItem
 from vrforge.generators.tacit import _graph_common as gc
 from vrforge.generators.tacit import graph_coloring as task
-from vrforge.pickers import pick_all, picker_accuracy
+from vrforge.pickers import colour_count, pick_all, picker_accuracy
 from vrforge.registry import accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise
 from vrforge.seeding import item_rng
@@ -196,18 +196,73 @@ def test_deterministic():
     assert a.answer_index == b.answer_index and a.violations == b.violations
 
 
+def labels_of(meta, fills) -> tuple[int, ...]:
+    index = {c: i for i, c in enumerate(meta["palette"])}
+    return tuple(index.get(c, gc.UNCOLOURED_LABEL if c == meta["uncoloured"] else gc.OFF_PALETTE_LABEL) for c in fills)
+
+
+def one_apart(a, b) -> bool:
+    return sum(x != y for x, y in zip(a, b)) == 1
+
+
+def test_variants_fail_exactly_their_check_and_recolouring_reverses():
+    for difficulty in DIFFICULTIES:
+        for seed in range(4):
+            p = make(difficulty, seed)
+            variants = task.variants(p.meta, salt=seed)
+            solution = labels_of(p.meta, p.solution)
+            for state in [solution, *(labels_of(p.meta, d) for d in p.distractors)]:
+                found = variants(state)
+                if min(state) >= 0:  # a centre candidate; a rare blank or off-palette answer has fewer
+                    assert len(found) >= 6
+                assert variants(state) == found  # an answer's variants never change
+                for kind, variant in found:
+                    assert one_apart(state, variant)
+                    assert [name for name, ok in verifier.judge(p.meta, list(variant)).items() if not ok] == [kind]
+                    changed = next(i for i, (x, y) in enumerate(zip(state, variant)) if x != y)
+                    if state != solution and state[changed] >= 0:
+                        # Recolouring back is a variant too: undoing an edit is an edit.
+                        assert state in {v for _, v in variants(variant)}
+
+
+def test_options_form_a_star_of_single_recolourings():
+    """Every distractor is one node away from the solution (the solution is the centre), or
+    the centre is a distractor one node away from the solution and from every other option."""
+    centred = 0
+    for seed in range(30):
+        p = make("medium", seed)
+        solution = labels_of(p.meta, p.solution)
+        states = [labels_of(p.meta, d) for d in p.distractors]
+        if all(one_apart(solution, s) for s in states):
+            centred += 1
+            continue
+        centres = [c for c in states if one_apart(solution, c) and all(one_apart(c, s) for s in states if s != c)]
+        assert centres, seed
+    assert 1 <= centred <= 15  # the solution is the centre about one time in five
+
+
+def test_off_palette_grey_adds_no_colour_to_the_picture(puzzle):
+    fills = list(puzzle.solution)
+    fills[0] = gc.OFF_PALETTE_FILL
+    assert colour_count(render(puzzle.meta, fills)) == colour_count(render(puzzle.meta, puzzle.solution))
+    assert verifier.verify(puzzle.meta, render(puzzle.meta, fills)).failed == ["off_palette"]
+
+
 SNAPSHOTS = {
-    "easy": "dcbd0adf549aee791b514970b688560e9f1db8f8fcc33da2e110a48f5569fe72",
-    "medium": "16a8d102fca8d7ffdb406a869eb70203f4de8d55cea2bac4cdbc0841bde56aa8",
-    "hard": "3f5625b2588d965c9b7ae91c2fbc98c34686d71405d6b6062ca604075fc86002",
+    "easy": "58455f6cea74cafa401f5a0089c7587421b5853a92e26a9d7a2a27b78e8fca2e",
+    "medium": "35c09f0a1d28e0513c6741a26073589a9b3f4c5736fa749ea87965599e317ebe",
+    "hard": "f5cc96dcf3144c745a31932c135b7dbe98277a47ec3c183a00d2b8332b6dcd39",
 }
 
 
 @pytest.mark.parametrize("difficulty", DIFFICULTIES)
 def test_snapshot(difficulty):
     p = task.generate(task.DIFFICULTIES[difficulty], item_rng(0))
-    digest = hashlib.sha256(encode_png(render(p.meta, p.solution))).hexdigest()
-    assert digest == SNAPSHOTS[difficulty]
+    digest = hashlib.sha256()
+    for option in p.options():  # the distractors too: they are released bytes
+        digest.update(encode_png(render(p.meta, option)))
+    digest.update(json.dumps([p.answer_index, p.violations]).encode())
+    assert digest.hexdigest() == SNAPSHOTS[difficulty]
 
 
 def test_build_item_accepts():

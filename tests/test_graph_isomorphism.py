@@ -16,7 +16,7 @@ from vrforge.builds.item import build_item
 from vrforge.builds.plan import PlanItem
 from vrforge.generators.tacit import _graph_common as gc
 from vrforge.generators.tacit import graph_isomorphism as task
-from vrforge.pickers import pick_all, picker_accuracy
+from vrforge.pickers import colour_count, pick_all, picker_accuracy
 from vrforge.registry import accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise
 from vrforge.seeding import item_rng
@@ -200,7 +200,7 @@ def test_drawings_are_readable(puzzle):
     assert r * 512 / layout["width"] >= 13
     # Every colour distinct from every other and from the uncoloured fill.
     colours = puzzle.meta["palette"] + puzzle.meta["off_palette"] + [puzzle.meta["uncoloured"]]
-    assert len(set(colours)) == len(colours) == len(gc.POOL) + 1
+    assert len(set(colours)) == len(colours) == len(gc.POOL) + 2  # the pool, the off-palette grey, blank
 
 
 def test_hard_graphs_defeat_degree_counting():
@@ -220,18 +220,84 @@ def test_deterministic():
     assert a.answer_index == b.answer_index and a.violations == b.violations
 
 
+def labels_of(meta, fills) -> tuple[int, ...]:
+    index = {c: i for i, c in enumerate(meta["palette"])}
+    return tuple(index.get(c, gc.UNCOLOURED_LABEL if c == meta["uncoloured"] else gc.OFF_PALETTE_LABEL) for c in fills)
+
+
+def one_edit(a, b, pairs) -> bool:
+    """b is a from one exchange of a ``pairs`` pair's colours, or from one node's new label."""
+    changed = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+    if len(changed) == 1:
+        return True
+    x, y = changed if len(changed) == 2 else (None, None)
+    return (x, y) in pairs and a[x] == b[y] and a[y] == b[x]
+
+
+def test_variants_fail_exactly_their_check_and_exchanges_reverse():
+    for difficulty in DIFFICULTIES:
+        for seed in range(4):
+            p = make(difficulty, seed)
+            variants = task.variants(p.meta, salt=seed)
+            pairs = set(task.swap_pairs(p.meta["nodes"], edges_of(p.meta, "edges_b")))
+            assert len(pairs) >= task.SWAP_PAIRS
+            solution = labels_of(p.meta, p.solution)
+            for state in [solution, *(labels_of(p.meta, d) for d in p.distractors)]:
+                found = variants(state)
+                assert variants(state) == found  # an answer's variants never change
+                if sorted(state) == sorted(solution):  # one-to-one: a centre candidate
+                    assert len(found) >= 6
+                for kind, variant in found:
+                    assert one_edit(state, variant, pairs)
+                    assert [name for name, ok in verifier.judge(p.meta, list(variant)).items() if not ok] == [kind]
+                    if state != solution and sorted(variant) == sorted(state):
+                        # Exchanging back is a variant too: undoing an edit is an edit.
+                        assert state in {v for _, v in variants(variant)}
+
+
+def test_options_form_a_star_of_exchanges():
+    """Every distractor is one edit from the solution (the solution is the centre), or the
+    centre is a distractor one edit from the solution and from every other option; most
+    distractors keep every colour once, so their ink equals the solution's."""
+    centred, one_to_one = 0, 0
+    for seed in range(30):
+        p = make("medium", seed)
+        pairs = set(task.swap_pairs(p.meta["nodes"], edges_of(p.meta, "edges_b")))
+        solution = labels_of(p.meta, p.solution)
+        states = [labels_of(p.meta, d) for d in p.distractors]
+        one_to_one += sum(sorted(s) == sorted(solution) for s in states)
+        if all(one_edit(solution, s, pairs) for s in states):
+            centred += 1
+            continue
+        centres = [c for c in states if one_edit(solution, c, pairs)
+                   and all(one_edit(c, s, pairs) for s in states if s != c)]
+        assert centres, seed
+    assert 1 <= centred <= 15  # the solution is the centre about one time in five
+    assert one_to_one >= 0.8 * 4 * 30
+
+
+def test_off_palette_grey_adds_no_colour_to_the_picture(puzzle):
+    fills = list(puzzle.solution)
+    fills[0] = gc.OFF_PALETTE_FILL
+    assert colour_count(render(puzzle.meta, fills)) == colour_count(render(puzzle.meta, puzzle.solution))
+    assert verifier.verify(puzzle.meta, render(puzzle.meta, fills)).failed == ["off_palette"]
+
+
 SNAPSHOTS = {
-    "easy": "76aaed46c97f252c0579ae1352b1236f731636ededdd9c9aa495c6035417503f",
-    "medium": "e93c6c3d517051cb29f7a7fa2e89dd85a2867cac3dad1f120e48ca9cf681d035",
-    "hard": "07c36d850d56f637c3eb3b63e07da3b53786cf8cf0be4647c8bf46abd92cdb3e",
+    "easy": "1eecd3754844ce08ba689176c4aa2fbff0548538844025eced4939f8a9b95879",
+    "medium": "c983e8381bde98aa802d4cdbaacc858fe942306e2277e63d5825011f08f8a769",
+    "hard": "6e961b3ae72ae5492a61015894b28cdabc64b8b4d83398a2f46718795e9f4495",
 }
 
 
 @pytest.mark.parametrize("difficulty", DIFFICULTIES)
 def test_snapshot(difficulty):
     p = task.generate(task.DIFFICULTIES[difficulty], item_rng(0))
-    digest = hashlib.sha256(encode_png(render(p.meta, p.solution))).hexdigest()
-    assert digest == SNAPSHOTS[difficulty]
+    digest = hashlib.sha256()
+    for option in p.options():  # the distractors too: they are released bytes
+        digest.update(encode_png(render(p.meta, option)))
+    digest.update(json.dumps([p.answer_index, p.violations]).encode())
+    assert digest.hexdigest() == SNAPSHOTS[difficulty]
 
 
 def test_build_item_accepts():

@@ -3,7 +3,8 @@
 Everything both tasks need lives here once: the colour pool and node styling, layout
 construction and quality checks (node spacing, edge clearance, crossings), drawing nodes and
 edges, small exact graph algorithms (colouring by
-backtracking), and the distractor candidates (the set is chosen by ``_option_set``).
+backtracking), and the pieces of the distractors' variants (the set is chosen by
+``_option_set.choose_star``).
 
 The leading underscore keeps the registry from importing this module as a task.
 
@@ -13,7 +14,7 @@ Reading node colours back from a picture lives with the verifiers (verifiers/gra
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from itertools import combinations, product
+from itertools import combinations
 from typing import Any
 
 import networkx as nx
@@ -23,7 +24,6 @@ from vrforge.generators.tacit import _option_set
 from vrforge.svgdraw import fmt, segments_path
 from vrforge.types import RejectedPuzzle
 from vrforge.verifiers.graph_nodes import OFF_PALETTE_LABEL, UNCOLOURED_LABEL
-from vrforge.verifiers.sampling import hex_luminance
 
 # Well-separated colours (pairwise RGB distance >= 96); a task draws its palette from these
 # and uses the rest as off-palette colours.
@@ -43,6 +43,10 @@ UNCOLOURED = "#ffffff"
 BACKGROUND = "#ffffff"
 OUTLINE = "#333333"
 EDGE = "#555555"
+# A distractor's off-palette node takes the edges' grey: a colour the picture already holds, so
+# it adds none to the picture (a count of colours would otherwise point at every such option,
+# and never at the solution); at RGB distance >= 85 from every pool colour it reads as off-palette.
+OFF_PALETTE_FILL = EDGE
 
 
 Point = tuple[float, float]
@@ -268,62 +272,71 @@ def draw_graph(drawing: Any, pos: Sequence[Point], edges: Sequence[Edge], fills:
                                    stroke_width=fmt(outline_width)))
 
 
-# ---------------------------------------------------------------- distractor choice
+# ---------------------------------------------------------------- distractors
 
 
-def label_luminance(labels: Sequence[int], palette: Sequence[str], off_colour: str) -> np.ndarray:
-    """Luminance per node of a labelled answer, as it would be drawn."""
-    table = {UNCOLOURED_LABEL: hex_luminance(UNCOLOURED), OFF_PALETTE_LABEL: hex_luminance(off_colour)}
-    table.update({i: hex_luminance(c) for i, c in enumerate(palette)})
-    return np.asarray([table[label] for label in labels], dtype=np.float64)
-
-
-def fills_for(labels: Sequence[int], palette: Sequence[str], off_colour: str) -> list[str]:
+def fills_for(labels: Sequence[int], palette: Sequence[str]) -> list[str]:
     """Hex fill per node for a labelled answer."""
-    return [UNCOLOURED if lab == UNCOLOURED_LABEL else off_colour if lab == OFF_PALETTE_LABEL else palette[lab]
+    return [UNCOLOURED if lab == UNCOLOURED_LABEL else OFF_PALETTE_FILL if lab == OFF_PALETTE_LABEL else palette[lab]
             for lab in labels]
 
 
-def site_variants(labels: Sequence[int], sites: Sequence[int], values: Sequence[int],
-                  judge: Callable[[list[int]], Mapping[str, bool]]) -> dict[str, list[list[int]]]:
-    """Every answer that differs from ``labels`` only at ``sites`` (each taking any of ``values``)
-    and fails exactly one check, grouped by that check.
-
-    Candidates share their sites, so the chosen distractors share edits with each other
-    (I-RAVEN): the solution is one corner of a product, not the centre of a star of edits.
-    """
-    by_kind: dict[str, list[list[int]]] = {}
-    for combo in product(values, repeat=len(sites)):
-        candidate = list(labels)
-        for site, value in zip(sites, combo):
-            candidate[site] = value
-        failed = [name for name, ok in judge(candidate).items() if not ok]
-        if len(failed) == 1:
-            by_kind.setdefault(failed[0], []).append(candidate)
-    return by_kind
+Labels = tuple[int, ...]
+Judge = Callable[[list[int]], Mapping[str, bool]]
 
 
-def pick_distractors(labels: Sequence[int], by_kind: Mapping[str, list[list[int]]], kinds: Sequence[str],
-                     palette: Sequence[str], off_colour: str, rng: np.random.Generator) -> list[tuple[str, list[int]]]:
-    """Four (violation, labels) distractors, every kind in ``kinds`` at least once, chosen by
-    the shared policy (``_option_set``) from node luminances (every node has the same area and
-    everything else is identical between options), in random order."""
-    if any(not by_kind.get(kind) for kind in kinds):
-        raise ValueError("a kind has no candidates")
-    flat = [(kind, candidate) for kind in kinds for candidate in by_kind[kind]]
-    vectors = np.stack([label_luminance(labels, palette, off_colour)]
-                       + [label_luminance(candidate, palette, off_colour) for _, candidate in flat])
-    bare = np.full(len(labels), hex_luminance(UNCOLOURED))  # the puzzle leaves every node blank
-    chosen = _option_set.choose(vectors, [kind for kind, _ in flat], rng, puzzle=bare)
-    return [flat[i] for i in chosen]
+def failed_check(judge: Judge, labels: list[int]) -> str | None:
+    """The one check ``labels`` fails, or None when it fails none or several."""
+    failed = [name for name, ok in judge(labels).items() if not ok]
+    return failed[0] if len(failed) == 1 else None
 
 
-def distractors_at_sites(meta: Mapping[str, Any], labels: Sequence[int], sites: Sequence[int], values: Sequence[int],
-                         judge: Callable[[list[int]], Mapping[str, bool]], kinds: Sequence[str], off_colour: str,
-                         rng: np.random.Generator) -> list[tuple[str, list[int]]]:
-    """Every judged combination of ``values`` at ``sites``, then the least revealing set of four."""
-    by_kind = site_variants(labels, sites, values, judge)
+def relabelled(labels: Sequence[int], changes: Mapping[int, int], judge: Judge) -> tuple[str, Labels] | None:
+    """(violation, answer) for ``labels`` with ``changes`` (node -> label) applied, when the
+    result fails exactly one check."""
+    candidate = list(labels)
+    for node, value in changes.items():
+        candidate[node] = value
+    kind = failed_check(judge, candidate)
+    return None if kind is None else (kind, tuple(candidate))
+
+
+def state_rng(salt: int, labels: Sequence[int]) -> np.random.Generator:
+    """A generator seeded by the puzzle's ``salt`` and an answer, so that an answer's variants
+    are the same however often they are asked for (labels start at OFF_PALETTE_LABEL)."""
+    return np.random.default_rng([salt, *(label - OFF_PALETTE_LABEL for label in labels)])
+
+
+def rare_faults(labels: Sequence[int], judge: Judge, rng: np.random.Generator, values: Sequence[int | None],
+                chance: float, palette_size: int) -> list[tuple[str, Labels]]:
+    """For each of ``values`` (a label, or None for another palette colour), with probability
+    ``chance``, one answer with that value at a random node where it fails exactly one check.
+
+    A blank or off-palette node (or, in graph_isomorphism, a colour used twice) changes what
+    the options' pictures have in common: the solution never has one, so every option that
+    has one is an option a context-blind picker can rule out. Offered now and then, these
+    faults still appear among the distractors without marking the solution."""
+    found = []
+    for value in values:
+        if rng.random() >= chance:
+            continue
+        for node in rng.permutation(len(labels)).tolist():
+            label = int(rng.integers(palette_size)) if value is None else value
+            variant = relabelled(labels, {node: label}, judge) if label != labels[node] else None
+            if variant is not None:
+                found.append(variant)
+                break
+    return found
+
+
+def star_distractors(labels: Sequence[int], variants: Callable[[Labels], Sequence[tuple[str, Labels]]],
+                     rng: np.random.Generator) -> list[tuple[str, list[int]]]:
+    """Four (violation, labels) distractors from the shared star policy (``_option_set.choose_star``).
+
+    Labels stand in for the pictures: each label has its own fill, so two answers are drawn
+    alike exactly when their labels are equal."""
     try:
-        return pick_distractors(labels, by_kind, kinds, meta["palette"], off_colour, rng)
+        chosen = _option_set.choose_star(tuple(labels), variants, lambda state: np.asarray(state, dtype=np.float64), rng)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
+    return [(kind, list(state)) for kind, state in chosen]

@@ -10,17 +10,21 @@ crossing-free and well spread by construction) with a few nodes and edges remove
 puzzle needs the full palette: the generator proves by exhaustive backtracking that the
 graph has a k-colouring and has none with k-1 colours (chromatic number exactly k).
 
-Distractors share edits (I-RAVEN): three "site" nodes are chosen, every combination of
-values at those sites (a palette colour, uncoloured, the off-palette colour) is judged, and
-combinations that break exactly one check become candidates (an adjacent conflict, an
-off-palette colour, an uncoloured node; several sites may carry the same kind of fault, and
-other sites may hold a different but legal colour). The set of four is chosen from them by
-the shared policy of ``_option_set`` (node luminance is all that differs between options),
-so the solution is not the centre of the option set.
+Distractors are near misses built as a star (``_option_set.choose_star``): the variants of
+any answer are its recolourings of one node with another swatch colour that fail exactly
+one check (an edge whose ends now share a colour, or a recolouring of a distractor that keeps
+its fault), and the set's centre is a variant of the solution four times in five, with the
+solution among its variants. Recolouring is its own reverse (colour a to b, then b to a), so
+undoing a distractor's edit looks like making one. Now and then (RARE_FAULT per answer) an
+answer also offers a node left blank or painted the off-palette grey: those faults are kept
+rare because the solution never has one, so every option that has one is ruled out without
+solving anything. The off-palette grey is the edges' grey, which the picture already holds,
+so it does not change the number of colours in the picture.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +35,7 @@ from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import graph_coloring as verifier
 
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 WIDTH = 400.0
 GRAPH_BOX = (34.0, 34.0, 366.0, 366.0)
 SWATCH_SIZE = 36.0
@@ -41,7 +45,7 @@ HEIGHT = 450.0
 NODE_RADIUS = 17.0
 EDGE_WIDTH = 3.0
 OUTLINE_WIDTH = 2.5
-SITES = 3
+RARE_FAULT = 0.05  # chance that an answer offers a blank node, and an off-palette one
 GRAPH_TRIES = 60
 
 
@@ -121,16 +125,15 @@ def generate(config: ColoringConfig, rng: np.random.Generator) -> Puzzle:
     n, k = len(pos), config.colours
     colour_order = rng.permutation(len(gc.POOL)).tolist()
     palette = [gc.POOL[i] for i in colour_order[:k]]
-    off_palette = [gc.POOL[i] for i in sorted(colour_order[k:])]
-    off_colour = gc.POOL[colour_order[k]]
+    off_palette = [gc.POOL[i] for i in sorted(colour_order[k:])] + [gc.OFF_PALETTE_FILL]
     adj = gc.adjacency(n, edges)
     labels = gc.colour_graph(adj, k, rng=rng)
     assert labels is not None  # _graph proved it exists
 
     meta = _meta(config, pos, edges, palette, off_palette)
-    chosen = _distractors(meta, labels, off_colour, rng)
-    solution = gc.fills_for(labels, palette, off_colour)
-    distractors = tuple(gc.fills_for(d, palette, off_colour) for _, d in chosen)
+    chosen = gc.star_distractors(labels, variants(meta, int(rng.integers(2**32))), rng)
+    solution = gc.fills_for(labels, palette)
+    distractors = tuple(gc.fills_for(d, palette) for _, d in chosen)
     stats = {
         "nodes": float(n),
         "edges": float(len(edges)),
@@ -173,13 +176,23 @@ def _meta(config: ColoringConfig, pos: list[gc.Point], edges: list[gc.Edge], pal
     }
 
 
-def _distractors(meta: dict, labels: list[int], off_colour: str, rng: np.random.Generator) -> list[tuple[str, list[int]]]:
-    """Four (violation, labels) pairs, every check represented, chosen to reveal least."""
-    n, k = len(labels), meta["colours"]
-    sites = sorted(rng.choice(n, size=min(SITES, n), replace=False).tolist())
-    values = list(range(k)) + [gc.UNCOLOURED_LABEL, gc.OFF_PALETTE_LABEL]
-    return gc.distractors_at_sites(meta, labels, sites, values, lambda candidate: verifier.judge(meta, candidate),
-                                   verifier.CHECKS, off_colour, rng)
+def variants(meta: dict, salt: int) -> Callable[[gc.Labels], list[tuple[str, gc.Labels]]]:
+    """The near misses of any answer (node labels): every recolouring of one node with another
+    swatch colour that fails exactly one check, and now and then a blank or off-palette node
+    (seeded by ``salt`` and the answer, so an answer's variants never change)."""
+    k = meta["colours"]
+
+    def judge(candidate: list[int]) -> dict[str, bool]:
+        return verifier.judge(meta, candidate)
+
+    def of(labels: gc.Labels) -> list[tuple[str, gc.Labels]]:
+        found = [gc.relabelled(labels, {node: value}, judge) for node in range(len(labels)) for value in range(k)
+                 if value != labels[node]]
+        rare = gc.rare_faults(labels, judge, gc.state_rng(salt, labels), (gc.UNCOLOURED_LABEL, gc.OFF_PALETTE_LABEL),
+                              RARE_FAULT, k)
+        return [variant for variant in found if variant is not None] + rare
+
+    return of
 
 
 # ---------------------------------------------------------------- drawing

@@ -16,14 +16,19 @@ valid isomorphism, reuses the node-colour reading of graph_coloring, and gives n
 distractors that are distinct and informative: each one is a colouring of B that is wrong in
 exactly one way.
 
-Distractors (each fails exactly one check): ``uncoloured_node`` (a B node left blank),
-``off_palette`` (a B node in a colour A does not use), ``not_bijective`` (one colour on two
-B nodes, the rest consistent), ``edge_mismatch`` (a one-to-one colouring where colours of
-similar nodes are exchanged, so some edge of B joins colours that are not joined in A).
-They share edits (I-RAVEN): three "site" nodes of B with similar neighbourhoods are chosen,
-every assignment of the sites' colours / blank / off-palette is judged, and the set of four
-is chosen from them by the shared policy of ``_option_set`` (node luminance is all that
-differs between options).
+Distractors (each fails exactly one check) are near misses built as a star
+(``_option_set.choose_star``): the variants of any answer are the exchanges of the colours of
+two B nodes with similar neighbourhoods (the SWAP_PAIRS pairs whose neighbourhoods differ
+least, so an exchange breaks few edges) that fail exactly one check, mostly
+``edge_mismatch``; the set's centre is a variant of the solution four times in five, with the
+solution among its variants. An exchange is its own reverse and keeps every colour once, so
+every one-to-one option has the same ink and undoing an exchange looks like making one. Now
+and then (RARE_FAULT per answer, each) an answer also offers a B node left blank
+(``uncoloured_node``), painted the off-palette grey (``off_palette``) or given a colour
+another node has (``not_bijective``): those faults are kept rare because the solution never
+has one, so every option that has one is ruled out without solving anything. The
+off-palette grey is the edges' grey, which the picture already holds, so it does not change
+the number of colours in the picture.
 
 Difficulty: node count and edge count; medium and hard graphs are near-regular (degrees
 differ by at most one; hard graphs are cubic) so counting degrees does not solve them, and
@@ -33,7 +38,9 @@ drawings do not look alike.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
 import networkx as nx
 import numpy as np
@@ -44,7 +51,7 @@ from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import graph_isomorphism as verifier
 
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 PANEL = 340.0
 MARGIN = 20.0
 GAP = 40.0
@@ -54,7 +61,8 @@ NODE_RADIUS = 21.0
 EDGE_WIDTH = 3.0
 OUTLINE_WIDTH = 2.5
 SEPARATOR = "#bdbdbd"
-SITES = 3
+SWAP_PAIRS = 8  # B node pairs whose colours a variant may exchange (the most alike, ties kept)
+RARE_FAULT = 0.1  # chance that an answer offers a blank, an off-palette and a repeated colour
 GRAPH_TRIES = 200
 LAYOUT_TRIES = 5
 
@@ -170,8 +178,7 @@ def generate(config: IsomorphismConfig, rng: np.random.Generator) -> Puzzle:
     edges_a, edges_b, mapping, (pos_a, pos_b) = _graphs(config, rng)
     colour_order = rng.permutation(len(gc.POOL)).tolist()
     palette = [gc.POOL[i] for i in colour_order[:n]]
-    off_palette = [gc.POOL[i] for i in sorted(colour_order[n:])]
-    off_colour = gc.POOL[colour_order[n]]
+    off_palette = [gc.POOL[i] for i in sorted(colour_order[n:])] + [gc.OFF_PALETTE_FILL]
     meta = {
         "task": "graph_isomorphism",
         "nodes": n,
@@ -190,7 +197,7 @@ def generate(config: IsomorphismConfig, rng: np.random.Generator) -> Puzzle:
     }
     labels = list(mapping)  # B node j takes the colour of A node mapping[j]
     assert all(verifier.judge(meta, labels).values())
-    chosen = _distractors(meta, labels, off_colour, rng)
+    chosen = gc.star_distractors(labels, variants(meta, int(rng.integers(2**32))), rng)
     symmetries = automorphisms(n, edges_a)
     meta["automorphisms"] = symmetries
     stats = {
@@ -203,30 +210,42 @@ def generate(config: IsomorphismConfig, rng: np.random.Generator) -> Puzzle:
     }
     return Puzzle(
         meta=meta,
-        solution=gc.fills_for(labels, palette, off_colour),
-        distractors=tuple(gc.fills_for(d, palette, off_colour) for _, d in chosen),
+        solution=gc.fills_for(labels, palette),
+        distractors=tuple(gc.fills_for(d, palette) for _, d in chosen),
         violations=tuple(name for name, _ in chosen),
         answer_index=int(rng.integers(len(chosen) + 1)),
         stats=stats,
     )
 
 
-def _sites(n: int, edges_b: list[gc.Edge], rng: np.random.Generator) -> list[int]:
-    """A random B node and the two nodes whose neighbourhoods differ least from it: exchanging
-    their colours breaks few edges (a near miss)."""
+def swap_pairs(n: int, edges_b: Sequence[gc.Edge]) -> list[gc.Edge]:
+    """The B node pairs whose neighbourhoods differ least (the SWAP_PAIRS most alike, and every
+    pair as alike as the last of them): exchanging their colours breaks few edges. They depend
+    on B alone, so an exchange allowed in one answer is allowed in every answer."""
     adj = gc.adjacency(n, edges_b)
-    first = int(rng.integers(n))
-    others = [v for v in rng.permutation(n).tolist() if v != first]
-    others.sort(key=lambda v: len((adj[first] - {v}) ^ (adj[v] - {first})))  # stable: random tie order
-    return sorted([first, *others[: SITES - 1]])
+    difference = {(x, y): len((adj[x] - {y}) ^ (adj[y] - {x})) for x, y in combinations(range(n), 2)}
+    ranked = sorted(difference, key=lambda pair: difference[pair])
+    cut = difference[ranked[min(SWAP_PAIRS, len(ranked)) - 1]]
+    return [pair for pair in ranked if difference[pair] <= cut]
 
 
-def _distractors(meta: dict, labels: list[int], off_colour: str, rng: np.random.Generator) -> list[tuple[str, list[int]]]:
+def variants(meta: dict, salt: int) -> Callable[[gc.Labels], list[tuple[str, gc.Labels]]]:
+    """The near misses of any answer (B's node labels): every exchange of the colours of a pair
+    of ``swap_pairs`` that fails exactly one check, and now and then a blank, off-palette or
+    repeated colour (seeded by ``salt`` and the answer, so an answer's variants never change)."""
     n = meta["nodes"]
-    sites = _sites(n, [tuple(e) for e in meta["edges_b"]], rng)
-    values = [labels[s] for s in sites] + [gc.UNCOLOURED_LABEL, gc.OFF_PALETTE_LABEL]
-    return gc.distractors_at_sites(meta, labels, sites, values, lambda candidate: verifier.judge(meta, candidate),
-                                   verifier.CHECKS, off_colour, rng)
+    pairs = swap_pairs(n, [(a, b) for a, b in meta["edges_b"]])
+
+    def judge(candidate: list[int]) -> dict[str, bool]:
+        return verifier.judge(meta, candidate)
+
+    def of(labels: gc.Labels) -> list[tuple[str, gc.Labels]]:
+        found = [gc.relabelled(labels, {x: labels[y], y: labels[x]}, judge) for x, y in pairs if labels[x] != labels[y]]
+        rare = gc.rare_faults(labels, judge, gc.state_rng(salt, labels),
+                              (gc.UNCOLOURED_LABEL, gc.OFF_PALETTE_LABEL, None), RARE_FAULT, n)
+        return [variant for variant in found if variant is not None] + rare
+
+    return of
 
 
 # ---------------------------------------------------------------- drawing
