@@ -14,6 +14,7 @@ from _ca_testing import (
 
 from vrforge.generators.tacit import ca_forward
 from vrforge.registry import get_task
+from vrforge.seeding import item_rng
 from vrforge.verifiers import ca_forward as verifier
 from vrforge.verifiers._ca_common import BLANK, decode, simulate, step
 
@@ -115,6 +116,30 @@ def test_only_the_simulated_grid_passes(difficulty):
                     changed[r, c] = value
                     checks = verifier.judge(puzzle.meta, changed, index=index, expected=truth)
                     assert sum(not ok for ok in checks.values()) >= 1
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_near_misses_fail_exactly_their_check_and_undo_like_they_edit(difficulty):
+    """Every near miss of any answer fails exactly the check it names; a distractor's near misses
+    hold edits of the kind that made it (one step further), so the solution, one edit back,
+    looks like any of them; two misreadings together are wrong_cells."""
+    meta = first_puzzle("ca_forward", difficulty, 2).meta
+    answers = ca_forward.Answers(meta, item_rng(3))
+    truth = verifier.truth(meta)
+    assert np.array_equal(answers.grid(answers.solution), truth)
+    first = answers.variants(answers.solution)
+    assert {"wrong_steps", "wrong_boundary", "wrong_rule"} <= {name for name, _ in first}
+    assert len(first) >= 6
+    for name, state in first:
+        assert [k for k, ok in verifier.judge(meta, answers.grid(state)).items() if not ok] == [name]
+        grid = simulate(decode(meta["start"]), np.asarray(state.rule), meta["neighbourhood"], state.boundary, state.steps)
+        assert np.array_equal(answers.grid(state), grid)
+    later = next(state for name, state in first if state.steps == meta["steps"] + 1)
+    second = answers.variants(later)
+    assert any(state.steps == meta["steps"] + 2 and name == "wrong_steps" for name, state in second)
+    assert any(state.boundary != meta["boundary"] and name == "wrong_cells" for name, state in second)
+    for name, state in second:
+        assert [k for k, ok in verifier.judge(meta, answers.grid(state)).items() if not ok] == [name]
 
 
 def test_config_validation():

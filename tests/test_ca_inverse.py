@@ -144,6 +144,30 @@ def test_each_violation_rejected():
     assert [k for k, ok in verifier.judge(meta, one_empty).items() if not ok] == ["single_entry"]
 
 
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_near_misses_fail_exactly_their_check_and_undo_like_they_edit(difficulty):
+    """Near misses of any table change one empty-in-the-puzzle entry and fail exactly the check
+    they name; the solution is one such change away from each one-entry distractor."""
+    meta = first_puzzle("ca_inverse", difficulty, 1).meta
+    solution = verifier.deduce(meta)
+    empty = verifier.given_table(meta) == BLANK
+    first = ca_inverse.near_misses(meta, solution, solution)
+    assert len(first) == empty.sum() * (meta["states"] - 1) >= 6
+    assert {name for name, _ in first} == {"single_entry"}
+    for name, table in first:
+        assert [k for k, ok in verifier.judge(meta, table).items() if not ok] == [name]
+    names = set()
+    for _, centre in first:
+        second = ca_inverse.near_misses(meta, solution, centre)
+        names |= {name for name, _ in second}
+        for name, table in second:
+            assert [k for k, ok in verifier.judge(meta, table).items() if not ok] == [name]
+        for table in [solution, *(t for _, t in second)]:
+            changed = table != centre
+            assert changed.sum() == 1 and empty[changed].all()
+    assert names >= {"within_row", "within_column", "scattered"}  # and single_entry: the third state
+
+
 def test_config_validation():
     with pytest.raises(ValueError):
         ca_inverse.CaInverseConfig(size=6, states=2, neighbourhood="von_neumann", min_unknown=11).validate()

@@ -1,5 +1,6 @@
 """Shared by ca_forward and ca_inverse: palette, layout, drawing, random rules and grids, and
-the choice of the least revealing distractor set. (A leading underscore: not a task module.)
+the grey levels by which the distractor choice tells answers apart. (A leading underscore:
+not a task module.)
 
 Picture, left to right on top: the start grid, an arrow with one pip per step, the result
 grid (empty frame in ca_forward, the shown end state in ca_inverse). Below: the rule table.

@@ -6,21 +6,23 @@ corner, the boundary (wrap ring = toroidal, thick wall = fixed) and the number o
 pips on the arrow. The answer fills the empty frame with the grid after those steps. The
 simulation is deterministic, so the answer is unique.
 
-Distractors, one per check of ``verifiers.ca_forward`` (each fails exactly that check, which
-the generator confirms with the verifier's own judge): the simulation with one step fewer or
-more (``wrong_steps``), with the other boundary (``wrong_boundary``), with one rule entry
-misread (``wrong_rule``), and a grid explained by none of these (``wrong_cells``): the
-cell-wise majority of the other three distractors (possibly with part of it reverted to the
-solution), or the solution with one or three cells changed. The majority shares its edits with
-the others (I-RAVEN), so the solution need not be the centre of the option set. The set is
-chosen among the candidate sets (one grid of each kind) by the shared policy of
-``_option_set`` from the grids' cell grey levels.
+Distractors: misreadings of the puzzle, each failing exactly one check of
+``verifiers.ca_forward`` (confirmed with the verifier's own judge). An answer is kept as the
+parameters that draw it (steps, boundary, rule table), and a near miss of any answer changes
+one of them: a step more or fewer, the other boundary, or one rule entry read as another
+state. One edit of the solution is ``wrong_steps``, ``wrong_boundary`` or ``wrong_rule``; two
+edits (say the other boundary and one step more) are explained by no single misreading, so
+``wrong_cells``. The set is a star (``_option_set.choose_star``): its centre is the solution
+one time in five, otherwise a distractor with the solution one edit back among its near
+misses. Every edit kind is undone by an edit of the same kind, and the rule entries offered
+are those whose change is nearest in size to a step's, so the solution looks like any other
+option around the centre. (Cells changed at random are not offered: they share no cells with
+the automaton's own changes, so the options sharing such an edit would stand together.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from itertools import product
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -29,12 +31,12 @@ from vrforge.generators.tacit import _option_set
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import ca_forward as verifier
-from vrforge.verifiers._ca_common import BOUNDARIES, NEIGHBOURHOODS, decode, encode, simulate
+from vrforge.verifiers._ca_common import BOUNDARIES, NEIGHBOURHOODS, decode, encode, simulate, single_entry_variants
 
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 TABLE_CELL = 34
 TRIES = 30  # rule/grid draws per attempt before the attempt is rejected
-MAX_RULE_CANDIDATES = 6
+RULE_EDITS = 4  # rule-entry misreadings among an answer's near misses
 
 
 @dataclass(frozen=True)
@@ -94,11 +96,14 @@ def generate(config: CaForwardConfig, rng: np.random.Generator) -> Puzzle:
         if not _interesting(start, end, before):
             continue
         meta = _meta(config, start, rule, boundary, steps)
-        chosen = _distractors(meta, end, rng)
-        if chosen is not None:
-            break
+        answers = Answers(meta, rng)
+        try:
+            chosen = _option_set.choose_star(answers.solution, answers.variants, answers.stand_in, rng)
+        except ValueError:
+            continue
+        break
     else:
-        raise RejectedPuzzle(f"no rule and start grid with all four distractor kinds in {TRIES} draws")
+        raise RejectedPuzzle(f"no rule and start grid with four distinct distractors in {TRIES} draws")
 
     stats = {
         "cells": float(config.size**2),
@@ -107,97 +112,87 @@ def generate(config: CaForwardConfig, rng: np.random.Generator) -> Puzzle:
         "rule_entries": float(rule.size),
         "changed_cells": float((end != start).sum()),
     }
-    return common.assemble(meta, end, chosen, stats, rng)
+    return common.assemble(meta, end, [(name, answers.grid(state)) for name, state in chosen], stats, rng)
 
 
-def _distractors(meta: dict, end: np.ndarray, rng: np.random.Generator) -> list[tuple[str, np.ndarray]] | None:
-    """One grid per check, or None when some kind has no grid failing exactly its check."""
-    index = verifier.explanation_index(meta)
+@dataclass(frozen=True)
+class Answer:
+    """An answer grid by its provenance: the parameters of the simulation that draws it."""
 
-    def fails_only(grid: np.ndarray, name: str) -> bool:
-        checks = verifier.judge(meta, grid, index=index, expected=end)
-        return [k for k, ok in checks.items() if not ok] == [name]
-
-    candidates: dict[str, list[np.ndarray]] = {"wrong_steps": [], "wrong_boundary": [], "wrong_rule": []}
-    seen: set[bytes] = set()
-    for name, grid in verifier.explanation_grids(meta):
-        key = grid.tobytes()
-        if key in seen:
-            continue
-        seen.add(key)
-        if name == "wrong_steps" and abs(_steps_of(meta, grid) - meta["steps"]) != 1:
-            continue
-        if fails_only(grid, name):
-            candidates[name].append(grid)
-    if any(not grids for grids in candidates.values()):
-        return None
-    rules = candidates["wrong_rule"]
-    if len(rules) > MAX_RULE_CANDIDATES:
-        rules = [rules[i] for i in sorted(rng.choice(len(rules), MAX_RULE_CANDIDATES, replace=False).tolist())]
-
-    grids = [end]
-    where: dict[str, list[int]] = {}
-    pools = (("wrong_steps", candidates["wrong_steps"]), ("wrong_boundary", candidates["wrong_boundary"]), ("wrong_rule", rules))
-    for name, pool in pools:
-        where[name] = list(range(len(grids), len(grids) + len(pool)))
-        grids += pool
-    where_any = {i for members in where.values() for i in members}
-    sets: list[list[int]] = []
-    for fixed in product(where["wrong_steps"], where["wrong_boundary"], where["wrong_rule"]):
-        for cells_grid in _cell_candidates(end, [grids[i] for i in fixed], meta["states"], rng):
-            if fails_only(cells_grid, "wrong_cells"):
-                sets.append([0, *fixed, len(grids)])
-                grids.append(cells_grid)
-    if not sets:
-        return None
-    grey = common.luminance(meta["palette"]["states"])
-    features = np.stack([grey[g].ravel() for g in grids])
-    kinds = [next(name for name, members in where.items() if i in members) if i in where_any else "wrong_cells"
-             for i in range(1, len(grids))]
-    bare = np.full(features.shape[1], grey[-1])  # the puzzle's result frame is empty
-    try:
-        chosen = _option_set.choose(features, kinds, rng, puzzle=bare, sets=np.asarray(sets, dtype=np.int64)[:, 1:] - 1)
-    except ValueError:
-        return None
-    return [(kinds[i], grids[i + 1]) for i in chosen]
+    steps: int
+    boundary: str
+    rule: tuple[tuple[int, ...], ...]
 
 
-def _steps_of(meta: dict, grid: np.ndarray) -> int:
-    """The first step count whose simulation gives ``grid`` (-1 if none up to steps + EXTRA_STEPS)."""
-    current = decode(meta["start"])
-    rule = decode(meta["rule"])
-    for count in range(meta["steps"] + verifier.EXTRA_STEPS + 1):
-        if np.array_equal(current, grid):
-            return count
-        current = simulate(current, rule, meta["neighbourhood"], meta["boundary"], 1)
-    return -1
+class Answers:
+    """The answer states of one puzzle: their grids, stand-ins and near misses.
 
+    Every kind of edit is undone by one of its kind, so that undoing a distractor's edit (the
+    solution, seen from that distractor) looks like making another one: a step more or fewer,
+    the other boundary, one rule entry read as another state. The rule entries are drawn so
+    that they change about as many cells as a step does on this puzzle."""
 
-def _cell_candidates(end: np.ndarray, others: list[np.ndarray], states: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """Grids that share their edits with the other distractors (their cell-wise majority, and
-    that majority with part of its differences from the solution reverted), and a plain slip."""
-    stack = np.stack(others)
-    majority = others[0].copy()
-    for grid in others[1:]:
-        agree = (stack == grid).sum(axis=0)
-        majority = np.where(agree >= 2, grid, majority)
-    out = [majority]
-    diff = np.argwhere(majority != end)
-    if len(diff) >= 2:
-        keep = rng.permutation(len(diff))[: len(diff) // 2]
-        partial = majority.copy()
-        for r, c in diff[keep]:
-            partial[r, c] = end[r, c]
-        out.append(partial)
-    # Plain slips (one or three cells of the solution changed): here the solution is the centre,
-    # which the set choice needs now and then so that "never the medoid" gives nothing away.
-    for size in (1, 3):
-        slip = end.copy()
-        for flat in rng.choice(end.size, size, replace=False).tolist():
-            r, c = divmod(flat, end.shape[1])
-            slip[r, c] = (slip[r, c] + 1 + int(rng.integers(states - 1))) % states
-        out.append(slip)
-    return out
+    def __init__(self, meta: dict, rng: np.random.Generator):
+        self.meta, self.rng = meta, rng
+        self.start = decode(meta["start"])
+        self._grids: dict[Answer, np.ndarray] = {}
+        rule = decode(meta["rule"])
+        self.solution = Answer(meta["steps"], meta["boundary"], tuple(map(tuple, rule.tolist())))
+        self.expected = self.grid(self.solution)
+        self.index = verifier.explanation_index(meta)
+        self.grey = common.luminance(meta["palette"]["states"])
+        sizes = [self._changed(self.solution, replace(self.solution, steps=meta["steps"] + d)) for d in (-1, 1)]
+        self.sizes = [s for s in sizes if s > 0] or [2]
+
+    def grid(self, state: Answer) -> np.ndarray:
+        if state in self._grids:
+            return self._grids[state]
+        grid = simulate(self.start, np.asarray(state.rule, dtype=np.int64), self.meta["neighbourhood"], state.boundary,
+                        state.steps)
+        grid.flags.writeable = False
+        self._grids[state] = grid
+        return grid
+
+    def _changed(self, a: Answer, b: Answer) -> int:
+        return int((self.grid(a) != self.grid(b)).sum())
+
+    def stand_in(self, state: Answer) -> np.ndarray:
+        return self.grey[self.grid(state)].ravel()
+
+    def _rule_edits(self, state: Answer) -> list[Answer]:
+        """RULE_EDITS single-entry misreadings, those whose change is nearest a random target size."""
+        rule = np.asarray(state.rule, dtype=np.int64)
+        edits = []
+        for _, _, table in single_entry_variants(rule, self.meta["states"]):
+            edited = replace(state, rule=tuple(map(tuple, table.tolist())))
+            size = self._changed(state, edited)
+            if size:
+                edits.append((size, edited))
+        if not edits:
+            return []
+        sizes = np.asarray([s for s, _ in edits], dtype=np.float64)
+        chosen = []
+        for target in self.rng.choice(self.sizes, RULE_EDITS).tolist():
+            gap = np.abs(sizes - target) + self.rng.random(len(sizes))  # nearest, ties at random
+            best = int(np.argmin(gap))
+            chosen.append(edits[best][1])
+            sizes[best] = np.inf
+            if np.isinf(sizes).all():
+                break
+        return chosen
+
+    def variants(self, state: Answer) -> list[tuple[str, Answer]]:
+        """Near misses of ``state``, each named by the one check of the verifier it fails."""
+        edits = [replace(state, steps=state.steps + d) for d in (-1, 1) if state.steps + d >= 0]
+        edits.append(replace(state, boundary=BOUNDARIES[1 - BOUNDARIES.index(state.boundary)]))
+        edits += self._rule_edits(state)
+        out = []
+        for edited in edits:
+            checks = verifier.judge(self.meta, self.grid(edited), index=self.index, expected=self.expected)
+            failed = [name for name, ok in checks.items() if not ok]
+            if len(failed) == 1:
+                out.append((failed[0], edited))
+        return out
 
 
 def draw(meta: dict, answer: list[str] | None) -> str:

@@ -13,19 +13,22 @@ exactly one (the state its cells take). ``verifiers.ca_inverse.consistent_values
 them; the generator rejects an instance unless every count is 1 (the tests also enumerate
 the whole space on small instances).
 
-Distractors are tables with wrong entries, one per check of ``verifiers.ca_inverse`` (which
-classifies the set of wrong entries by its shape): one wrong entry, several in one row,
-several in one column, several scattered. They share edits (I-RAVEN): all are drawn from a
-small pool of entries (an anchor, entries in its row and column, one elsewhere), each entry
-always getting the same wrong value, so the solution is not the centre of the options; the
-option set (one table of each kind) is chosen among all such combinations by the shared
-policy of ``_option_set`` from the tables' entry grey levels.
+Distractors are tables with wrong entries, each failing exactly one check of
+``verifiers.ca_inverse`` (which classifies the set of wrong entries by its shape, confirmed
+with its own judge): one wrong entry, several in one row, several in one column, several
+scattered. A near miss of any table changes one entry that the puzzle leaves empty to another
+state, so one edit of the solution is ``single_entry`` and two are ``within_row``,
+``within_column`` or ``scattered`` by where they fall. The set is a star
+(``_option_set.choose_star``): its centre is the solution one time in five, otherwise a
+one-entry distractor with the solution (that entry changed back) among its near misses.
+Changing an entry is undone by changing it again, and the rule's entries are drawn
+uniformly, so the solution looks like any other option around the centre.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations, product
+from functools import partial
 
 import numpy as np
 
@@ -36,11 +39,10 @@ from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import ca_inverse as verifier
 from vrforge.verifiers._ca_common import BLANK, BOUNDARIES, NEIGHBOURHOODS, decode, encode, max_count, neighbour_counts, step
 
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 TABLE_CELL = 34
 TRIES = 30  # rule/grid draws per attempt before the attempt is rejected
 GRID_DRAWS = 6  # random start grids tried per rule, the one showing most pairs kept
-MAX_SETS = 600  # option sets scored per puzzle
 
 
 @dataclass(frozen=True)
@@ -108,11 +110,11 @@ def generate(config: CaInverseConfig, rng: np.random.Generator) -> Puzzle:
         meta = _meta(config, start, end, given, boundary)
         if not (verifier.consistent_values(meta) == 1).all() or not np.array_equal(verifier.deduce(meta), rule):
             continue  # cannot happen by construction; kept as the uniqueness proof
-        chosen = _distractors(meta, rule, sorted(pairs), rng)
+        chosen = _distractors(meta, rule, rng)
         if chosen is not None:
             break
     else:
-        raise RejectedPuzzle(f"no rule and start grid with a unique answer and all distractor kinds in {TRIES} draws")
+        raise RejectedPuzzle(f"no rule and start grid with a unique answer and four distinct distractors in {TRIES} draws")
 
     stats = {
         "cells": float(config.size**2),
@@ -123,64 +125,29 @@ def generate(config: CaInverseConfig, rng: np.random.Generator) -> Puzzle:
     return common.assemble(meta, rule, chosen, stats, rng)
 
 
-def _kind(edits: tuple[tuple[int, int], ...]) -> str:
-    rows = {r for r, _ in edits}
-    cols = {c for _, c in edits}
-    if len(edits) == 1:
-        return "single_entry"
-    if len(rows) == 1:
-        return "within_row"
-    if len(cols) == 1:
-        return "within_column"
-    return "scattered"
+def near_misses(meta: dict, solution: np.ndarray, table: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """Every table with one entry that the puzzle leaves empty changed to another state, named
+    by the one check it fails (changing an entry is undone by changing it again)."""
+    unknown = [tuple(e) for e in np.argwhere(verifier.given_table(meta) == BLANK).tolist()]
+    out = []
+    for e in unknown:
+        for value in range(meta["states"]):
+            if value != table[e]:
+                edited = table.copy()
+                edited[e] = value
+                failed = [k for k, ok in verifier.judge(meta, edited, solution).items() if not ok]
+                if len(failed) == 1:
+                    out.append((failed[0], edited))
+    return out
 
 
-def _distractors(meta: dict, rule: np.ndarray, unknown: list[tuple[int, int]],
-                 rng: np.random.Generator) -> list[tuple[str, np.ndarray]] | None:
-    """One table per check, built from a shared pool of edited entries; None if impossible."""
-    states = meta["states"]
-    wrong = {e: (int(rule[e]) + 1 + int(rng.integers(states - 1))) % states for e in unknown}
-    anchors = [e for e in unknown if any(o[0] == e[0] and o != e for o in unknown) and any(o[1] == e[1] and o != e for o in unknown)]
-    if not anchors:
-        return None
-    anchor = anchors[int(rng.integers(len(anchors)))]
-    row_mates = [e for e in unknown if e[0] == anchor[0] and e != anchor]
-    col_mates = [e for e in unknown if e[1] == anchor[1] and e != anchor]
-    pool = [anchor]
-    for group, take in ((row_mates, 2), (col_mates, 2)):
-        picks = rng.permutation(len(group))[:take].tolist()
-        pool += [group[i] for i in sorted(picks)]
-    others = [e for e in unknown if e not in pool]
-    if others:
-        pool.append(others[int(rng.integers(len(others)))])
-
-    by_kind: dict[str, list[np.ndarray]] = {name: [] for name in verifier.CHECKS}
-    for size in (1, 2, 3):
-        for edits in combinations(pool, size):
-            table = rule.copy()
-            for e in edits:
-                table[e] = wrong[e]
-            by_kind[_kind(edits)].append(table)
-    if any(not tables for tables in by_kind.values()):
-        return None
-    sets = list(product(*(range(len(by_kind[name])) for name in verifier.CHECKS)))
-    if len(sets) > MAX_SETS:
-        sets = [sets[i] for i in sorted(rng.choice(len(sets), MAX_SETS, replace=False).tolist())]
+def _distractors(meta: dict, rule: np.ndarray, rng: np.random.Generator) -> list[tuple[str, np.ndarray]] | None:
+    """Four (violation, table) distractors, a star of one-entry edits; None if impossible."""
     grey = common.luminance(meta["palette"]["states"])
-    flat = [(name, t) for name in verifier.CHECKS for t in by_kind[name]]
-    features = np.stack([grey[rule].ravel()] + [grey[t].ravel() for _, t in flat])
-    offsets = np.cumsum([0] + [len(by_kind[name]) for name in verifier.CHECKS])[:-1]
-    bare = grey[verifier.given_table(meta)].ravel()  # unknown entries are empty (-1: background)
-    try:  # one table of every kind per set
-        chosen = _option_set.choose(features, [name for name, _ in flat], rng, puzzle=bare,
-                                    sets=np.asarray(sets, dtype=np.int64) + offsets[None, :])
+    try:
+        return list(_option_set.choose_star(rule, partial(near_misses, meta, rule), lambda table: grey[table].ravel(), rng))
     except ValueError:
         return None
-    out = [flat[i] for i in chosen]
-    for name, table in out:  # the verifier's own judge confirms each distractor's violation
-        if [k for k, ok in verifier.judge(meta, table, rule).items() if not ok] != [name]:
-            return None
-    return out
 
 
 def draw(meta: dict, answer: list[str] | None) -> str:
