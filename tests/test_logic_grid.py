@@ -28,6 +28,12 @@ SNAPSHOTS = {
     "medium": "901e134c090af5d17b98ee2655624ff9f212b70564691c4f4e598cad2a6d2546",
     "hard": "75039f107a10467edf2ffa286d97fb038c7de8242bf5b41db05fcc89cd3bd0ed",
 }
+# sha256 of the JSON of (answer index, violations, distractor grids) for item_rng(0).
+OPTION_SNAPSHOTS = {
+    "easy": "a18b8ef59e37b5477b0f440c2ef22b4283ad0a393c99128fcb7471a8c75132bf",
+    "medium": "f78dd815936f7c5fe02919de778a0314463eea80da2685e23492d8b99f5a0236",
+    "hard": "90ece07ef5ea113269d7cd70a23f203f569961d9fa1c653830d17e220cff32ef",
+}
 
 
 def _generate(difficulty: str, seed: int) -> task.Puzzle:
@@ -80,6 +86,49 @@ def test_each_distractor_fails_exactly_its_check(built: tuple) -> None:
             assert verifier.verify(puzzle.meta, rasters[res]).failed == [name], (name, res)
         assert verifier.verify(puzzle.meta, _jpeg(rasters[512])).failed == [name]
         assert verifier.verify(puzzle.meta, _resized(rasters[1024], 0.9)).failed == [name]
+
+
+def _state(grid: list[list[int]]) -> task.Grid:
+    return tuple(tuple(row) for row in grid)
+
+
+def _changed(a: task.Grid, b: task.Grid) -> int:
+    return sum(x != y for ra, rb in zip(a, b) for x, y in zip(ra, rb))
+
+
+@pytest.mark.parametrize(("difficulty", "seed"), [("easy", 1), ("medium", 2), ("hard", 3)])
+def test_variants_fail_exactly_their_check_and_can_be_undone(difficulty: str, seed: int) -> None:
+    puzzle = _generate(difficulty, seed)
+    meta, rng = puzzle.meta, item_rng(0)
+    solution = _state(puzzle.solution)
+    for state in [solution, *map(_state, puzzle.distractors)]:
+        found = task._variants(meta, state, rng)
+        assert len(found) >= 3
+        for name, variant in found:
+            assert [k for k, ok in verifier.judge(meta, variant).items() if not ok] == [name]
+            # a blank made or filled changes one cell; every filled edit is a rectangle mirror of four
+            assert _changed(state, variant) == (1 if name == "empty_cell" or task.EMPTY in sum(state, ()) else 4)
+            assert state in task._edits(meta, variant)  # the reverse edit is an edit of the same kind
+    kinds = {name for name, _ in task._variants(meta, solution, rng)}
+    assert {"row_repeat", "column_repeat", "empty_cell"} <= kinds
+    assert len(kinds & {"given_changed", "order_violation", "forbidden_symbol"}) >= 1
+
+
+def test_options_form_a_star_centred_on_the_solution_about_one_time_in_five() -> None:
+    centred = 0
+    for seed in range(40):
+        puzzle = _generate("medium", 100 + seed)
+        solution = _state(puzzle.solution)
+        distractors = [_state(g) for g in puzzle.distractors]
+        assert sum(name == "empty_cell" for name in puzzle.violations) <= 1  # blanks alone change the ink
+        if all(d in task._edits(puzzle.meta, solution) for d in distractors):
+            centred += 1
+            continue
+        # otherwise one distractor is the centre: the solution and the three others are one edit from it
+        assert any(centre in task._edits(puzzle.meta, solution)
+                   and all(d in task._edits(puzzle.meta, centre) for d in distractors if d != centre)
+                   for centre in distractors)
+    assert 2 <= centred <= 16, centred
 
 
 def test_options_differ_as_pixels(built: tuple) -> None:
@@ -257,6 +306,8 @@ def test_snapshot(difficulty: str) -> None:
     puzzle = task.generate(task.DIFFICULTIES[difficulty], item_rng(0))
     png = render_pngs(task.draw(puzzle.meta, puzzle.solution), (512,))[512]
     assert hashlib.sha256(png).hexdigest() == SNAPSHOTS[difficulty]
+    options = json.dumps([puzzle.answer_index, list(puzzle.violations), [list(map(list, g)) for g in puzzle.distractors]])
+    assert hashlib.sha256(options.encode()).hexdigest() == OPTION_SNAPSHOTS[difficulty]
 
 
 # ---------------------------------------------------------------- slow: context-blind pickers
