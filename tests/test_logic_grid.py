@@ -14,9 +14,9 @@ from PIL import Image
 
 from vrforge.generators.tacit import logic_grid as task
 from vrforge.pickers import pick_all, picker_accuracy
-from vrforge.registry import accepted_puzzle, get_task, meta_errors
+from vrforge.registry import accepted_attempt, accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise, render_pngs
-from vrforge.seeding import item_rng
+from vrforge.seeding import derive_seed, item_rng
 from vrforge.types import RejectedPuzzle
 from vrforge.verifiers import logic_grid as verifier
 
@@ -267,6 +267,13 @@ def test_every_clue_is_needed() -> None:
     assert len(task._solve(meta["size"], clues, budget)) == 1
     for k in range(len(clues)):
         assert len(task._solve(meta["size"], clues[:k] + clues[k + 1:], budget)) == 2
+
+
+def test_an_attempt_without_a_telling_clue_is_rejected_not_raised() -> None:
+    # This attempt reaches a second solution that differs from the solution only in marked cells.
+    with pytest.raises(RejectedPuzzle, match="no clue tells"):
+        get_task(task.TASK).generate(task.DIFFICULTIES["hard"], item_rng(derive_seed(99, task.TASK, "hard", 81, 0)))
+    assert accepted_attempt(task.TASK, "hard", 81, 99)[1] == 1
 
 
 def test_solver_limits_reject() -> None:

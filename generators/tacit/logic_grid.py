@@ -304,6 +304,8 @@ def _make_clues(solution: list[int], budget: Budget, rng: np.random.Generator) -
             break
         options = _candidate_clues(solution, other, n, clues)
         w = np.array([weights[k] if options[kind] else 0.0 for k, kind in enumerate(kinds)])
+        if not w.sum():  # the grids differ only in cells that already hold a mark
+            raise RejectedPuzzle("no clue tells the second solution apart")
         kind = kinds[int(rng.choice(3, p=w / w.sum()))]
         clues.append(options[kind][int(rng.integers(len(options[kind])))])
     else:
