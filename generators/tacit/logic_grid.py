@@ -17,18 +17,18 @@ clues added one at a time, each one ruling out the current second solution, then
 redundant clue removed, so each remaining clue is needed.
 
 Distractors are near misses of the filled grid, each failing exactly one check by the
-verifier's own judge. The edits: the four cells of a rectangle (two rows by two columns)
+verifier's own judge. The edit: the four cells of a rectangle (two rows by two columns)
 mirrored left-right, which repeats symbols in its two columns (``column_repeat``), or
 top-bottom (``row_repeat``); where the rectangle holds two symbols crosswise both mirrors give
 another Latin square, which breaks a clue because the solution is unique (``given_changed``,
-``order_violation``, ``forbidden_symbol``, kept when it breaks one kind only); one cell blanked
-(``empty_cell``); a blank filled. The options are a star chosen by ``_option_set.choose_star``:
-one time in five the solution with four of its near misses, otherwise a near miss with the
-solution and three near misses of that distractor around it, so the solution is one edit from
-the centre like every other option. Every filled edit changes four cells and undoing one is an
-edit of the same kind, so the solution sits among the options like any distractor. Every
-grid that is full and fails one check holds each symbol N times, as the solution does, so
-only blanks change the ink; few are offered (one per state), and a set holds at most one.
+``order_violation``, ``forbidden_symbol``; kept when it breaks one kind only). The options are
+a star chosen by ``_option_set.choose_star``: one time in five the solution with four of its
+near misses, otherwise a near miss with the solution and three near misses of that
+distractor around it. Every edit changes four cells and undoing one is an edit of the same
+kind, so the solution sits among the options like any distractor. No distractor has an empty
+cell: every full grid that fails one check holds each symbol N times, as the solution does,
+so only a blank would change the ink, and a blank would mark its set's options as full
+grids around a solution (``empty_cell`` is still judged on answers).
 
 Drawing is crisp (no anti-aliasing): exact palette PNGs, and at 512 px the glyphs are 40+ px.
 """
@@ -72,7 +72,6 @@ PALETTE: dict[str, Any] = {
 SHAPES = ("circle", "square", "triangle", "diamond", "hexagon", "star", "cross")
 EMPTY = verifier.EMPTY
 PER_CHECK = 6  # variants kept per failed check
-BLANK_VARIANTS = 1  # ... and of blanked cells, which the chooser should rarely centre on
 
 
 @dataclass(frozen=True)
@@ -386,7 +385,7 @@ def _meta(n: int, clues: list[Clue]) -> dict:
 # ---------------------------------------------------------------- distractors
 
 
-Grid = tuple[tuple[int, ...], ...]  # an answer state: symbol per cell, EMPTY allowed
+Grid = tuple[tuple[int, ...], ...]  # an answer state: the symbol in each cell
 
 
 def _failed(meta: dict, grid: Grid | list[list[int]]) -> list[str]:
@@ -397,26 +396,18 @@ def _with(grid: Grid, changes: dict[tuple[int, int], int]) -> Grid:
     return tuple(tuple(changes.get((r, c), v) for c, v in enumerate(row)) for r, row in enumerate(grid))
 
 
-def _edits(meta: dict, grid: Grid) -> list[Grid]:
-    """Every small change of ``grid``, right or wrong: the four cells of a rectangle (two rows
-    by two columns) mirrored left-right or top-bottom, one cell blanked, a blank filled. The
-    mirrors change four cells whatever they break (a column or row repeat, or, when the
-    rectangle holds two symbols crosswise, another Latin square that breaks a clue), so every
-    filled near miss is one such mirror away and the solution, one edit back from a distractor,
-    sits among the options like any other."""
-    n = meta["size"]
+def _edits(grid: Grid) -> list[Grid]:
+    """Every rectangle of ``grid`` (two rows by two columns) mirrored left-right and top-bottom,
+    right or wrong. A mirror changes four cells whatever it breaks: the symbols of the two
+    columns (rows) repeat, or, when the rectangle holds two symbols crosswise, both mirrors give
+    another Latin square, which breaks a clue. Mirroring again undoes it, so the solution, one
+    edit back from a distractor, is a near miss of it like any other."""
+    n = len(grid)
     out: list[Grid] = []
     for (r1, r2), (c1, c2) in product(combinations(range(n), 2), repeat=2):
         a, b, c, d = grid[r1][c1], grid[r1][c2], grid[r2][c1], grid[r2][c2]
-        if EMPTY not in (a, b, c, d):
-            out.append(_with(grid, {(r1, c1): b, (r1, c2): a, (r2, c1): d, (r2, c2): c}))  # mirrored left-right
-            out.append(_with(grid, {(r1, c1): c, (r1, c2): d, (r2, c1): a, (r2, c2): b}))  # mirrored top-bottom
-    givens = {(r, c) for r, c, _ in meta["givens"]}
-    filled = [(r, c) for r, c in product(range(n), range(n)) if grid[r][c] != EMPTY and (r, c) not in givens]
-    out += [_with(grid, {cell: EMPTY}) for cell in filled]
-    for r, c in product(range(n), range(n)):
-        if grid[r][c] == EMPTY:
-            out += [_with(grid, {(r, c): s}) for s in range(n)]
+        out.append(_with(grid, {(r1, c1): b, (r1, c2): a, (r2, c1): d, (r2, c2): c}))  # left-right
+        out.append(_with(grid, {(r1, c1): c, (r1, c2): d, (r2, c1): a, (r2, c2): b}))  # top-bottom
     return out
 
 
@@ -424,7 +415,7 @@ def _variants(meta: dict, grid: Grid, rng: np.random.Generator) -> list[tuple[st
     """Near misses of ``grid``: its small changes that fail exactly one check, at most
     PER_CHECK of each check (drawn at random) so that no kind of edit outnumbers the others."""
     by_check: dict[str, list[Grid]] = {}
-    for edited in dict.fromkeys(_edits(meta, grid)):
+    for edited in dict.fromkeys(_edits(grid)):
         if edited == grid:
             continue
         failed = _failed(meta, edited)
@@ -433,8 +424,7 @@ def _variants(meta: dict, grid: Grid, rng: np.random.Generator) -> list[tuple[st
     out = []
     for name in sorted(by_check):
         found = by_check[name]
-        keep = BLANK_VARIANTS if name == "empty_cell" else PER_CHECK
-        out += [(name, found[k]) for k in sorted(rng.permutation(len(found))[:keep].tolist())]
+        out += [(name, found[k]) for k in sorted(rng.permutation(len(found))[:PER_CHECK].tolist())]
     return out
 
 
