@@ -111,13 +111,9 @@ Clue = tuple  # ("given", r, c, s) | ("order", rb, cb, rs, cs) | ("forbid", r, c
 
 
 @cache
-def _structure(n: int, rows: bool, columns: bool) -> tuple[list[list[int]], list[list[int]]]:
-    """The all-different units in force and each cell's peers in them."""
-    units = []
-    if rows:
-        units += [[r * n + c for c in range(n)] for r in range(n)]
-    if columns:
-        units += [[r * n + c for r in range(n)] for c in range(n)]
+def _structure(n: int) -> tuple[list[list[int]], list[list[int]]]:
+    """The all-different units (rows and columns) and each cell's peers in them."""
+    units = [[r * n + c for c in range(n)] for r in range(n)] + [[r * n + c for r in range(n)] for c in range(n)]
     peers: list[set[int]] = [set() for _ in range(n * n)]
     for unit in units:
         for i in unit:
@@ -126,18 +122,15 @@ def _structure(n: int, rows: bool, columns: bool) -> tuple[list[list[int]], list
 
 
 class Solver:
-    """Bitmask backtracking over an N x N grid of N symbols with propagation.
+    """Bitmask backtracking over an N x N grid of N symbols with propagation. Solutions are
+    lists of symbol indices, row-major."""
 
-    ``rows`` / ``columns`` say whether the all-different rule holds there (a distractor search
-    drops one of them). Solutions are lists of symbol indices, row-major.
-    """
-
-    def __init__(self, n: int, clues: list[Clue], rows: bool = True, columns: bool = True, node_limit: int = 2000) -> None:
+    def __init__(self, n: int, clues: list[Clue], node_limit: int = 2000) -> None:
         self.n, self.nn = n, n * n
         self.full = (1 << n) - 1
         self.node_limit = node_limit
         self.nodes = 0
-        self.units, self.peers = _structure(n, rows, columns)
+        self.units, self.peers = _structure(n)
         self.start = [self.full] * self.nn
         self.orders: list[tuple[int, int]] = []
         for clue in clues:
@@ -245,11 +238,10 @@ class Budget:
         self.spent = 0
 
 
-def _solve(n: int, clues: list[Clue], budget: Budget, limit: int = 2, rows: bool = True, columns: bool = True,
-           rank: np.ndarray | None = None) -> list[list[int]]:
+def _solve(n: int, clues: list[Clue], budget: Budget, limit: int = 2, rank: np.ndarray | None = None) -> list[list[int]]:
     config = budget.config
     allowed = min(config.node_limit, config.attempt_nodes - budget.spent)
-    solver = Solver(n, clues, rows, columns, allowed)
+    solver = Solver(n, clues, allowed)
     try:
         return solver.solve(limit, rank)
     except SolverLimit:
@@ -260,12 +252,12 @@ def _solve(n: int, clues: list[Clue], budget: Budget, limit: int = 2, rows: bool
         budget.spent += solver.nodes
 
 
-def _other_solution(n: int, clues: list[Clue], solution: list[int], budget: Budget, rng: np.random.Generator,
-                    rows: bool = True, columns: bool = True) -> list[int] | None:
-    """A solution different from ``solution`` under ``clues`` (and the unit rules asked), or None."""
+def _other_solution(n: int, clues: list[Clue], solution: list[int], budget: Budget,
+                    rng: np.random.Generator) -> list[int] | None:
+    """A solution different from ``solution`` under ``clues``, or None."""
     rank = rng.random((n * n, n))
     rank[np.arange(n * n), solution] = -1.0  # the solution's value first: the second grid found is a near one
-    for found in _solve(n, clues, budget, 2, rows, columns, rank):
+    for found in _solve(n, clues, budget, 2, rank):
         if found != solution:
             return found
     return None
