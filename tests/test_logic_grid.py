@@ -14,9 +14,9 @@ from PIL import Image
 
 from vrforge.generators.tacit import logic_grid as task
 from vrforge.pickers import pick_all, picker_accuracy
-from vrforge.registry import accepted_puzzle, get_task, meta_errors
+from vrforge.registry import accepted_attempt, accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise, render_pngs
-from vrforge.seeding import item_rng
+from vrforge.seeding import derive_seed, item_rng
 from vrforge.types import RejectedPuzzle
 from vrforge.verifiers import logic_grid as verifier
 
@@ -27,6 +27,12 @@ SNAPSHOTS = {
     "easy": "5f0692f94a0cd444c248c23661950ff3673ffd6f7f624ce42df90ceb68a1e2ec",
     "medium": "901e134c090af5d17b98ee2655624ff9f212b70564691c4f4e598cad2a6d2546",
     "hard": "75039f107a10467edf2ffa286d97fb038c7de8242bf5b41db05fcc89cd3bd0ed",
+}
+# sha256 of the JSON of (answer index, violations, distractor grids) for item_rng(0).
+OPTION_SNAPSHOTS = {
+    "easy": "87b97b08799d99b92604373c946e907402954d271850b86adaaba7db4abe07c4",
+    "medium": "1d9908b04ecc1c1f1b6f141c09f06118cd4e519775c6e5e0c3d48d132a685858",
+    "hard": "03f908397a6126c1ea764c0be454ca3de1d60a670aca8055367d2a4da8edd9f8",
 }
 
 
@@ -80,6 +86,49 @@ def test_each_distractor_fails_exactly_its_check(built: tuple) -> None:
             assert verifier.verify(puzzle.meta, rasters[res]).failed == [name], (name, res)
         assert verifier.verify(puzzle.meta, _jpeg(rasters[512])).failed == [name]
         assert verifier.verify(puzzle.meta, _resized(rasters[1024], 0.9)).failed == [name]
+
+
+def _state(grid: list[list[int]]) -> task.Grid:
+    return tuple(tuple(row) for row in grid)
+
+
+def _changed(a: task.Grid, b: task.Grid) -> int:
+    return sum(x != y for ra, rb in zip(a, b) for x, y in zip(ra, rb))
+
+
+@pytest.mark.parametrize(("difficulty", "seed"), [("easy", 1), ("medium", 2), ("hard", 3)])
+def test_variants_fail_exactly_their_check_and_can_be_undone(difficulty: str, seed: int) -> None:
+    puzzle = _generate(difficulty, seed)
+    meta, rng = puzzle.meta, item_rng(0)
+    solution = _state(puzzle.solution)
+    for state in [solution, *map(_state, puzzle.distractors)]:
+        found = task._variants(meta, state, rng)
+        assert len(found) >= 3
+        assert len({variant for _, variant in found}) == len(found)
+        for name, variant in found:
+            assert [k for k, ok in verifier.judge(meta, variant).items() if not ok] == [name]
+            assert _changed(state, variant) == 4  # a rectangle mirrored
+            assert state in task._edits(variant)  # mirroring it again undoes it: an edit of the same kind
+    kinds = {name for name, _ in task._variants(meta, solution, rng)}
+    assert {"row_repeat", "column_repeat"} <= kinds
+    assert kinds & {"given_changed", "order_violation", "forbidden_symbol"}
+
+
+def test_options_form_a_star_centred_on_the_solution_about_one_time_in_five() -> None:
+    centred, kinds = 0, set()
+    for seed in range(40):
+        puzzle = _generate("medium", 100 + seed)
+        solution = _state(puzzle.solution)
+        distractors = [_state(g) for g in puzzle.distractors]
+        kinds.update(puzzle.violations)
+        if all(d in task._edits(solution) for d in distractors):
+            centred += 1
+            continue
+        # otherwise one distractor is the centre: the solution and the three others are one edit from it
+        assert any(centre in task._edits(solution) and all(d in task._edits(centre) for d in distractors if d != centre)
+                   for centre in distractors)
+    assert 3 <= centred <= 15, centred
+    assert kinds == set(verifier.CHECKS) - {"empty_cell"}
 
 
 def test_options_differ_as_pixels(built: tuple) -> None:
@@ -220,6 +269,13 @@ def test_every_clue_is_needed() -> None:
         assert len(task._solve(meta["size"], clues[:k] + clues[k + 1:], budget)) == 2
 
 
+def test_an_attempt_without_a_telling_clue_is_rejected_not_raised() -> None:
+    # This attempt reaches a second solution that differs from the solution only in marked cells.
+    with pytest.raises(RejectedPuzzle, match="no clue tells"):
+        get_task(task.TASK).generate(task.DIFFICULTIES["hard"], item_rng(derive_seed(99, task.TASK, "hard", 81, 0)))
+    assert accepted_attempt(task.TASK, "hard", 81, 99)[1] == 1
+
+
 def test_solver_limits_reject() -> None:
     config = task.LogicGridConfig(size=6, given_weight=1, order_weight=1, forbid_weight=1, node_limit=100, attempt_nodes=160)
     budget = task.Budget(config)
@@ -257,6 +313,8 @@ def test_snapshot(difficulty: str) -> None:
     puzzle = task.generate(task.DIFFICULTIES[difficulty], item_rng(0))
     png = render_pngs(task.draw(puzzle.meta, puzzle.solution), (512,))[512]
     assert hashlib.sha256(png).hexdigest() == SNAPSHOTS[difficulty]
+    options = json.dumps([puzzle.answer_index, list(puzzle.violations), [list(map(list, g)) for g in puzzle.distractors]])
+    assert hashlib.sha256(options.encode()).hexdigest() == OPTION_SNAPSHOTS[difficulty]
 
 
 # ---------------------------------------------------------------- slow: context-blind pickers

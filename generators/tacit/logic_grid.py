@@ -16,13 +16,19 @@ node limit; an attempt that exceeds it is rejected. Generation: a random Latin s
 clues added one at a time, each one ruling out the current second solution, then every
 redundant clue removed, so each remaining clue is needed.
 
-Distractors: because every clue is needed, dropping one clue leaves another grid that keeps
-all the other rules and breaks only the dropped one (``given_changed``, ``order_violation``,
-``forbidden_symbol``); dropping the row rule (or the column rule) gives grids that keep every
-clue but repeat a symbol in a row (column). ``empty_cell`` blanks the cells where one of those
-grids breaks its rule, so it shares their edits (I-RAVEN style); a few blanks in the solution
-is another candidate. The four are chosen by the shared policy of ``_option_set`` from small
-glyph-level renderings of the options.
+Distractors are near misses of the filled grid, each failing exactly one check by the
+verifier's own judge. The edit: the four cells of a rectangle (two rows by two columns)
+mirrored left-right, which repeats symbols in its two columns (``column_repeat``), or
+top-bottom (``row_repeat``); where the rectangle holds two symbols crosswise both mirrors give
+another Latin square, which breaks a clue because the solution is unique (``given_changed``,
+``order_violation``, ``forbidden_symbol``; kept when it breaks one kind only). The options are
+a star chosen by ``_option_set.choose_star``: one time in five the solution with four of its
+near misses, otherwise a near miss with the solution and three near misses of that
+distractor around it. Every edit changes four cells and undoing one is an edit of the same
+kind, so the solution sits among the options like any distractor. No distractor has an empty
+cell: every full grid that fails one check holds each symbol N times, as the solution does,
+so only a blank would change the ink, and a blank would mark its set's options as full
+grids around a solution (``empty_cell`` is still judged on answers).
 
 Drawing is crisp (no anti-aliasing): exact palette PNGs, and at 512 px the glyphs are 40+ px.
 """
@@ -37,7 +43,6 @@ from typing import Any
 
 import numpy as np
 import svgwrite
-from PIL import Image, ImageDraw
 
 from vrforge.generators.tacit import _option_set
 from vrforge.registry import TaskSpec, register_task
@@ -45,7 +50,7 @@ from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import logic_grid as verifier
 
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 TASK = "logic_grid"
 CELL = 40.0  # SVG units per cell
 MARGIN = 14.0
@@ -66,6 +71,7 @@ PALETTE: dict[str, Any] = {
 }
 SHAPES = ("circle", "square", "triangle", "diamond", "hexagon", "star", "cross")
 EMPTY = verifier.EMPTY
+PER_CHECK = 6  # variants kept per failed check
 
 
 @dataclass(frozen=True)
@@ -105,13 +111,9 @@ Clue = tuple  # ("given", r, c, s) | ("order", rb, cb, rs, cs) | ("forbid", r, c
 
 
 @cache
-def _structure(n: int, rows: bool, columns: bool) -> tuple[list[list[int]], list[list[int]]]:
-    """The all-different units in force and each cell's peers in them."""
-    units = []
-    if rows:
-        units += [[r * n + c for c in range(n)] for r in range(n)]
-    if columns:
-        units += [[r * n + c for r in range(n)] for c in range(n)]
+def _structure(n: int) -> tuple[list[list[int]], list[list[int]]]:
+    """The all-different units (rows and columns) and each cell's peers in them."""
+    units = [[r * n + c for c in range(n)] for r in range(n)] + [[r * n + c for r in range(n)] for c in range(n)]
     peers: list[set[int]] = [set() for _ in range(n * n)]
     for unit in units:
         for i in unit:
@@ -120,18 +122,15 @@ def _structure(n: int, rows: bool, columns: bool) -> tuple[list[list[int]], list
 
 
 class Solver:
-    """Bitmask backtracking over an N x N grid of N symbols with propagation.
+    """Bitmask backtracking over an N x N grid of N symbols with propagation. Solutions are
+    lists of symbol indices, row-major."""
 
-    ``rows`` / ``columns`` say whether the all-different rule holds there (a distractor search
-    drops one of them). Solutions are lists of symbol indices, row-major.
-    """
-
-    def __init__(self, n: int, clues: list[Clue], rows: bool = True, columns: bool = True, node_limit: int = 2000) -> None:
+    def __init__(self, n: int, clues: list[Clue], node_limit: int = 2000) -> None:
         self.n, self.nn = n, n * n
         self.full = (1 << n) - 1
         self.node_limit = node_limit
         self.nodes = 0
-        self.units, self.peers = _structure(n, rows, columns)
+        self.units, self.peers = _structure(n)
         self.start = [self.full] * self.nn
         self.orders: list[tuple[int, int]] = []
         for clue in clues:
@@ -239,11 +238,10 @@ class Budget:
         self.spent = 0
 
 
-def _solve(n: int, clues: list[Clue], budget: Budget, limit: int = 2, rows: bool = True, columns: bool = True,
-           rank: np.ndarray | None = None) -> list[list[int]]:
+def _solve(n: int, clues: list[Clue], budget: Budget, limit: int = 2, rank: np.ndarray | None = None) -> list[list[int]]:
     config = budget.config
     allowed = min(config.node_limit, config.attempt_nodes - budget.spent)
-    solver = Solver(n, clues, rows, columns, allowed)
+    solver = Solver(n, clues, allowed)
     try:
         return solver.solve(limit, rank)
     except SolverLimit:
@@ -254,12 +252,12 @@ def _solve(n: int, clues: list[Clue], budget: Budget, limit: int = 2, rows: bool
         budget.spent += solver.nodes
 
 
-def _other_solution(n: int, clues: list[Clue], solution: list[int], budget: Budget, rng: np.random.Generator,
-                    rows: bool = True, columns: bool = True) -> list[int] | None:
-    """A solution different from ``solution`` under ``clues`` (and the unit rules asked), or None."""
+def _other_solution(n: int, clues: list[Clue], solution: list[int], budget: Budget,
+                    rng: np.random.Generator) -> list[int] | None:
+    """A solution different from ``solution`` under ``clues``, or None."""
     rank = rng.random((n * n, n))
     rank[np.arange(n * n), solution] = -1.0  # the solution's value first: the second grid found is a near one
-    for found in _solve(n, clues, budget, 2, rows, columns, rank):
+    for found in _solve(n, clues, budget, 2, rank):
         if found != solution:
             return found
     return None
@@ -297,6 +295,8 @@ def _make_clues(solution: list[int], budget: Budget, rng: np.random.Generator) -
             break
         options = _candidate_clues(solution, other, n, clues)
         w = np.array([weights[k] if options[kind] else 0.0 for k, kind in enumerate(kinds)])
+        if not w.sum():  # the grids differ only in cells that already hold a mark
+            raise RejectedPuzzle("no clue tells the second solution apart")
         kind = kinds[int(rng.choice(3, p=w / w.sum()))]
         clues.append(options[kind][int(rng.integers(len(options[kind])))])
     else:
@@ -327,7 +327,7 @@ def generate(config: LogicGridConfig, rng: np.random.Generator) -> Puzzle:
     grid = _as_rows(solution, n)
     if not all(verifier.judge(meta, grid).values()):
         raise RejectedPuzzle("solution breaks its own clues")
-    chosen = _distractors(meta, clues, solution, budget, rng)
+    chosen = _distractors(meta, solution, rng)
     answer_index = int(rng.integers(len(chosen) + 1))
     counts = {kind: sum(1 for c in clues if c[0] == kind) for kind in ("given", "order", "forbid")}
     stats = {
@@ -377,122 +377,58 @@ def _meta(n: int, clues: list[Clue]) -> dict:
 # ---------------------------------------------------------------- distractors
 
 
-def _failed(meta: dict, grid: list[list[int]]) -> list[str]:
+Grid = tuple[tuple[int, ...], ...]  # an answer state: the symbol in each cell
+
+
+def _failed(meta: dict, grid: Grid | list[list[int]]) -> list[str]:
     return [name for name, ok in verifier.judge(meta, grid).items() if not ok]
 
 
-def _blank_violations(meta: dict, grid: list[list[int]], rng: np.random.Generator) -> list[list[int]] | None:
-    """``grid`` with a non-given cell of every broken rule emptied (an ``empty_cell`` near-miss)."""
-    n = meta["size"]
-    givens = {(r, c) for r, c, _ in meta["givens"]}
-    out = [list(row) for row in grid]
-    groups: list[list[tuple[int, int]]] = []
-    for rb, cb, rs, cs in meta["orders"]:
-        if not grid[rb][cb] > grid[rs][cs]:
-            groups.append([(rb, cb), (rs, cs)])
-    groups += [[(r, c)] for r, c, s in meta["forbidden"] if grid[r][c] == s]
-    for r in range(n):
-        for c1, c2 in combinations(range(n), 2):
-            if grid[r][c1] == grid[r][c2]:
-                groups.append([(r, c1), (r, c2)])
-    for c in range(n):
-        for r1, r2 in combinations(range(n), 2):
-            if grid[r1][c] == grid[r2][c]:
-                groups.append([(r1, c), (r2, c)])
-    if not groups:
-        return None
-    for group in groups:
-        if any(out[r][c] == EMPTY for r, c in group):
+def _with(grid: Grid, changes: dict[tuple[int, int], int]) -> Grid:
+    return tuple(tuple(changes.get((r, c), v) for c, v in enumerate(row)) for r, row in enumerate(grid))
+
+
+def _edits(grid: Grid) -> list[Grid]:
+    """Every rectangle of ``grid`` (two rows by two columns) mirrored left-right and top-bottom,
+    right or wrong. A mirror changes four cells whatever it breaks: the symbols of the two
+    columns (rows) repeat, or, when the rectangle holds two symbols crosswise, both mirrors give
+    another Latin square, which breaks a clue. Mirroring again undoes it, so the solution, one
+    edit back from a distractor, is a near miss of it like any other."""
+    n = len(grid)
+    out: list[Grid] = []
+    for (r1, r2), (c1, c2) in product(combinations(range(n), 2), repeat=2):
+        a, b, c, d = grid[r1][c1], grid[r1][c2], grid[r2][c1], grid[r2][c2]
+        out.append(_with(grid, {(r1, c1): b, (r1, c2): a, (r2, c1): d, (r2, c2): c}))  # left-right
+        out.append(_with(grid, {(r1, c1): c, (r1, c2): d, (r2, c1): a, (r2, c2): b}))  # top-bottom
+    return out
+
+
+def _variants(meta: dict, grid: Grid, rng: np.random.Generator) -> list[tuple[str, Grid]]:
+    """Near misses of ``grid``: its small changes that fail exactly one check, at most
+    PER_CHECK of each check (drawn at random) so that no kind of edit outnumbers the others."""
+    by_check: dict[str, list[Grid]] = {}
+    for edited in dict.fromkeys(_edits(grid)):
+        if edited == grid:
             continue
-        free = [cell for cell in group if cell not in givens]
-        if not free:
-            return None
-        r, c = free[int(rng.integers(len(free)))]
-        out[r][c] = EMPTY
-    return out if _failed(meta, out) == ["empty_cell"] else None
+        failed = _failed(meta, edited)
+        if len(failed) == 1:
+            by_check.setdefault(failed[0], []).append(edited)
+    out = []
+    for name in sorted(by_check):
+        found = by_check[name]
+        out += [(name, found[k]) for k in sorted(rng.permutation(len(found))[:PER_CHECK].tolist())]
+    return out
 
 
-def _candidates(meta: dict, clues: list[Clue], solution: list[int], budget: Budget,
-                rng: np.random.Generator) -> dict[str, list[list[list[int]]]]:
+def _distractors(meta: dict, solution: list[int], rng: np.random.Generator) -> list[tuple[str, list[list[int]]]]:
     n = meta["size"]
-    found: dict[str, list[list[list[int]]]] = {name: [] for name in verifier.CHECKS}
-    check_of = {"given": "given_changed", "order": "order_violation", "forbid": "forbidden_symbol"}
-    alternatives: list[list[list[int]]] = []
-    for kind, name in check_of.items():
-        mine = [k for k, c in enumerate(clues) if c[0] == kind]
-        for k in rng.permutation(len(mine)).tolist()[:2]:
-            index = mine[k]
-            other = _other_solution(n, clues[:index] + clues[index + 1 :], solution, budget, rng)
-            if other is not None:
-                grid = _as_rows(other, n)
-                if _failed(meta, grid) == [name]:
-                    found[name].append(grid)
-                    alternatives.append(grid)
-    for name, rows, columns in (("row_repeat", False, True), ("column_repeat", True, False)):
-        for _ in range(2):
-            other = _other_solution(n, clues, solution, budget, rng, rows=rows, columns=columns)
-            if other is None:
-                break
-            grid = _as_rows(other, n)
-            if _failed(meta, grid) == [name] and grid not in found[name]:
-                found[name].append(grid)
-                alternatives.append(grid)
-    for grid in alternatives:
-        blanked = _blank_violations(meta, grid, rng)
-        if blanked is not None and blanked not in found["empty_cell"]:
-            found["empty_cell"].append(blanked)
-    free = [(r, c) for r, c in product(range(n), range(n)) if [r, c] not in [g[:2] for g in meta["givens"]]]
-    if free:
-        grid = _as_rows(solution, n)
-        for k in rng.choice(len(free), size=min(len(free), int(rng.integers(1, 3))), replace=False).tolist():
-            grid[free[k][0]][free[k][1]] = EMPTY
-        found["empty_cell"].append(grid)
-    return {name: grids for name, grids in found.items() if grids}
-
-
-@cache
-def _glyph_thumbs(n: int, size: int = 6) -> np.ndarray:
-    """Grey-level thumbnails (size x size) of each symbol's glyph, plus an empty cell last."""
-    scale = 8
-    big = size * scale
-    thumbs = []
-    for k in range(n + 1):
-        image = Image.new("RGB", (big, big), PALETTE["background"])
-        if k < n:
-            points = _shape_points(SHAPES[k], big / 2, big / 2, GLYPH_R / CELL * big)
-            draw = ImageDraw.Draw(image)
-            if points is None:
-                r = GLYPH_R / CELL * big * 0.95
-                draw.ellipse((big / 2 - r, big / 2 - r, big / 2 + r, big / 2 + r), fill=PALETTE["symbols"][k])
-            else:
-                draw.polygon(points, fill=PALETTE["symbols"][k])
-        thumbs.append(np.asarray(image.convert("L").resize((size, size), Image.Resampling.BOX), dtype=np.float32).ravel())
-    return np.stack(thumbs)
-
-
-def _proxy(grids: list[list[list[int]]], n: int) -> np.ndarray:
-    """What a context-blind picker compares: the glyphs of every cell, as grey levels."""
-    thumbs = _glyph_thumbs(n)
-    index = np.array([[v if v != EMPTY else n for row in g for v in row] for g in grids])
-    return thumbs[index].reshape(len(grids), -1)
-
-
-def _distractors(meta: dict, clues: list[Clue], solution: list[int], budget: Budget,
-                 rng: np.random.Generator) -> list[tuple[str, list[list[int]]]]:
-    n = meta["size"]
-    found = _candidates(meta, clues, solution, budget, rng)
-    if len(found) < 4:
-        raise RejectedPuzzle(f"only {len(found)} distractor kinds ({', '.join(sorted(found))})")
-    flat = [(name, grid) for name in sorted(found) for grid in found[name]]
-    bare = [[EMPTY] * n for _ in range(n)]  # the puzzle: only the givens drawn
-    for r, c, symbol in meta["givens"]:
-        bare[r][c] = symbol
-    x = _proxy([_as_rows(solution, n)] + [grid for _, grid in flat] + [bare], n)
-    try:  # four distinct kinds
-        chosen = _option_set.choose(x[:-1], [name for name, _ in flat], rng, puzzle=x[-1])
+    start = tuple(tuple(row) for row in _as_rows(solution, n))
+    try:
+        chosen = _option_set.choose_star(start, lambda grid: _variants(meta, grid, rng),
+                                         lambda grid: np.asarray(grid, dtype=np.float64).ravel(), rng)
     except ValueError as exc:
         raise RejectedPuzzle(str(exc)) from None
-    return [flat[i] for i in chosen]
+    return [(name, [list(row) for row in grid]) for name, grid in chosen]
 
 
 # ---------------------------------------------------------------- drawing
