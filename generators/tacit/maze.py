@@ -19,9 +19,10 @@ the branch) at a few junctions, and the four are chosen among them by the shared
 from __future__ import annotations
 
 import zlib
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -236,7 +237,7 @@ KMAX = 6  # the most cells one edit adds or removes
 # Variants kept per kind of edit: growing ink (a branch) is as likely as removing it (a pruned
 # end or a gap), so that the solution, one edit back from the set's centre, is not the one
 # with the least or most ink.
-QUOTA = {"grow": 6, "prune": 3, "cut": 3, "breach": 5, "jump": 4}
+QUOTA = {"extend": 4, "prune": 4, "branch": 4, "cut": 4, "breach": 6, "jump": 4}
 TRIES = 3  # candidates judged per variant kept, at most: bounds the cost of edits that rarely fit
 
 
@@ -303,6 +304,9 @@ class _Editor:
         self.start, self.end = tuple(meta["start"]), tuple(meta["end"])
         self.portals = {(p["layers"][0], *p["cell"]) for p in meta["portals"]}
         self.salt = salt
+        self.passage_links = frozenset(_link((index, *a), (index, *b)) for index, layer in enumerate(layers)
+                                       for a in np.ndindex(layer.size, layer.size)
+                                       for b in layer.neighbours(a) if a < b)
         self._found: dict[Drawing, list[tuple[str, Drawing]]] = {}
 
     # -- the maze
@@ -332,34 +336,18 @@ class _Editor:
         """``maze_verifier.judge`` on a drawing, without building a graph object: the same
         rules (links, then jumps between layers where both ends are line ends)."""
         cells = drawing.cells
-        parent = {cell: cell for cell in cells}
-
-        def root(x: Node) -> Node:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
-        degree = dict.fromkeys(cells, 0)
-        breach = loop = skip = False
-        for a, b in drawing.links:
-            degree[a] += 1
-            degree[b] += 1
-            breach |= not self.is_open(a, b)
-        jumps = []
-        for layer, r, c in cells:
-            upper = (layer + 1, r, c)
-            if upper in degree and degree[(layer, r, c)] <= 1 and degree[upper] <= 1:
-                jumps.append(((layer, r, c), upper))
-                skip |= (layer, r, c) not in self.portals
-        for a, b in [*drawing.links, *jumps]:
-            ra, rb = root(a), root(b)
-            loop |= ra == rb
-            parent[ra] = rb
-        for a, b in jumps:
-            degree[a] += 1
-            degree[b] += 1
-        components = sum(1 for cell in cells if root(cell) == cell)
+        degree = Counter(chain.from_iterable(drawing.links))
+        breach = not drawing.links <= self.passage_links
+        jumps = [((layer, r, c), (layer + 1, r, c)) for layer, r, c in cells
+                 if (layer + 1, r, c) in cells and degree[(layer, r, c)] <= 1 and degree[(layer + 1, r, c)] <= 1]
+        skip = any(low not in self.portals for low, _ in jumps)
+        degree.update(chain.from_iterable(jumps))
+        if breach or len({low[0] for low, _ in jumps}) < len(jumps):
+            components, loop = self._components([*drawing.links, *jumps], cells)
+        else:
+            # Links along passages of a perfect maze form a forest, and one jump per pair of
+            # layers cannot close a loop: each link or jump joins two parts.
+            components, loop = len(cells) - len(drawing.links) - len(jumps), False
         return {
             "missing_start": self.start in cells,
             "wrong_exit": self.end in cells,
@@ -368,6 +356,24 @@ class _Editor:
             "wall_breach": not breach,
             "portal_skip": not skip,
         }
+
+    @staticmethod
+    def _components(links: list[Link], cells: frozenset[Node]) -> tuple[int, bool]:
+        """(connected parts, whether some link closes a loop), by union-find."""
+        parent = {cell: cell for cell in cells}
+
+        def root(x: Node) -> Node:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        loop = False
+        for a, b in links:
+            ra, rb = root(a), root(b)
+            loop |= ra == rb
+            parent[ra] = rb
+        return sum(1 for cell in cells if root(cell) == cell), loop
 
     def fault(self, drawing: Drawing) -> str | None:
         failed = [name for name, ok in self.checks(drawing).items() if not ok]
@@ -385,11 +391,12 @@ class _Editor:
         rng = np.random.default_rng([self.salt, digest])
         found: list[tuple[str, Drawing]] = []
         seen = {drawing}
-        edits = {"grow": self._grow, "prune": self._prune, "cut": self._cut, "breach": self._breach, "jump": self._jump}
+        edits = {"extend": self._extend, "prune": self._prune, "branch": self._branch, "cut": self._cut,
+                 "breach": self._breach, "jump": self._jump}
         for kind, quota in QUOTA.items():
             kept = tried = 0
             for candidate in edits[kind](drawing, adjacency, rng):
-                if kept == quota or tried == TRIES * quota:
+                if kept == quota or (tried == TRIES * quota and kind not in ("extend", "prune")):
                     break
                 if candidate is None or candidate in seen:
                     continue
@@ -399,6 +406,22 @@ class _Editor:
                 if name is not None:
                     found.append((name, candidate))
                     kept += 1
+        # As many variants that add ink as remove it: among all of them around the solution
+        # (the set's centre is one of them, so the solution, one edit back, is as likely to
+        # have more ink than the centre as less), and within each violation around any other
+        # drawing (the options around a centre are drawn one violation at a time).
+        solved = all(self.checks(drawing).values())
+        groups = [[v for v in found if solved or v[0] == kind] for kind in ([None] if solved else DISTRACTOR_KINDS)]
+        ink = len(drawing.cells) + len(drawing.links)
+        kept_variants: set[int] = set()
+        for group in groups:
+            change = [np.sign(len(d.cells) + len(d.links) - ink) for _, d in group]
+            more = [id(v) for v, c in zip(group, change) if c > 0]
+            less = [id(v) for v, c in zip(group, change) if c < 0]
+            pairs = min(len(more), len(less))
+            spare = 1 if pairs and not solved else 0  # one more of the commoner sign: enough options, little bias
+            kept_variants |= {id(v) for v, c in zip(group, change) if c == 0} | set(more[:pairs + spare]) | set(less[:pairs + spare])
+        found = [v for v in found if id(v) in kept_variants]
         self._found[drawing] = found
         return found
 
@@ -464,13 +487,22 @@ class _Editor:
                 return line[:-1]
         return None
 
-    def _grow(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
-        """A line of 1..KMAX new cells from a drawn cell: a branch, a longer or rejoined line."""
-        sites = [(v, w) for v in sorted(drawing.cells) if len(adjacency[v]) <= 2
-                 for w in self.passages(v) if w not in drawing.cells]
+    def _extend(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
+        """A line end runs on by 1..KMAX cells (the reverse of pruning it)."""
+        return self._grow(drawing, adjacency, rng, [v for v in sorted(drawing.cells) if len(adjacency[v]) <= 1], 1)
+
+    def _branch(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
+        """A side line of 2..KMAX cells from the middle of a line (the reverse of a cut, in ink)."""
+        return self._grow(drawing, adjacency, rng, [v for v in sorted(drawing.cells) if len(adjacency[v]) == 2], 2)
+
+    def _grow(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator, roots: list[Node],
+              shortest: int):
+        """A line of ``shortest``..KMAX new cells from one of ``roots``, at times rejoining the drawing."""
+        sites = [(v, w, size) for v in roots for w in self.passages(v) if w not in drawing.cells
+                 for size in range(shortest, KMAX + 1)]
         for i in rng.permutation(len(sites)).tolist():
-            v, w = sites[i]
-            line = self._corridor(w, drawing.cells, int(rng.integers(1, KMAX + 1)), rng)
+            v, w, size = sites[i]
+            line = self._corridor(w, drawing.cells, size, rng)
             tip = [x for x in self.passages(line[-1]) if x in drawing.cells and (len(line) > 1 or x != v)]
             links = [_link(a, b) for a, b in zip([v, *line], line)]
             if tip and rng.random() < 0.5:  # the new line meets the drawing again
@@ -479,10 +511,9 @@ class _Editor:
 
     def _prune(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
         """1..KMAX cells taken off a line end."""
-        leaves = [v for v in sorted(drawing.cells) if len(adjacency[v]) <= 1]
-        for i in rng.permutation(len(leaves)).tolist():
-            chain = self._chain(adjacency, leaves[i], int(rng.integers(1, KMAX + 1)))
-            yield self._edit(drawing, remove=chain)
+        sites = [(v, size) for v in sorted(drawing.cells) if len(adjacency[v]) <= 1 for size in range(1, KMAX + 1)]
+        for i in rng.permutation(len(sites)).tolist():
+            yield self._edit(drawing, remove=self._chain(adjacency, *sites[i]))
 
     def _cut(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
         """A gap: 1..KMAX cells taken out of the middle of a line."""
