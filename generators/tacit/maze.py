@@ -7,13 +7,15 @@ green start (first layer) through every portal to the red end (last layer). Beca
 layers are trees joined by exactly one portal each, the whole maze is a tree, so the route
 is unique; the generator still checks it with the verifier's own judge.
 
-Distractors share edits with each other (I-RAVEN style) so that the solution is not the
-centre of the option set: the wrong-exit route, the route with that wrong branch attached,
-and the same drawing with the junction cut out all reuse one side branch; the wall breach
-runs along that branch and breaks through into the true route. Each kind comes in variants
-that draw more and less than the route (a long or a short side branch, a gap with or without
-the branch) at a few junctions, and the four are chosen among them by the shared policy of
-``_option_set``, so that the amount of ink does not single out the solution.
+Distractors are near misses of one another, not only of the route. An answer is a drawing
+(path cells and the links between them), and a drawing's variants are single edits of it that
+fail exactly one check: a line end run on or pruned back, a side branch or a gap of a few
+cells, a line through a wall (a shortcut, a detour, or running on past its end), or the
+change of layer moved to another cell. Every edit has a reverse of about the same size (a
+branch against a gap, running on against pruning), and each drawing keeps as many variants
+that add ink as remove it. ``_option_set.choose_star`` centres the set on the solution or on
+one of its variants, with variants of that centre around it, so the solution is one edit from
+the centre like every other option.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from vrforge.svgdraw import fmt, new_drawing, polyline_path, segments_path, to_s
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import maze as maze_verifier
 
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 CELL = 20  # SVG units per cell
 MARGIN = 16
 GAP = 40  # between layers, room for the chevron
@@ -82,11 +84,20 @@ DIFFICULTIES = {
 class Layer:
     """A perfect maze on an n x n grid: ``east[r, c]`` opens (r,c)-(r,c+1), ``south[r, c]`` (r,c)-(r+1,c)."""
 
-    def __init__(self, size: int, rng: np.random.Generator) -> None:
+    def __init__(self, size: int, rng: np.random.Generator | None) -> None:
         self.size = size
         self.east = np.zeros((size, size - 1), dtype=bool)
         self.south = np.zeros((size - 1, size), dtype=bool)
-        self._carve(rng)
+        if rng is not None:
+            self._carve(rng)
+
+    @classmethod
+    def from_meta(cls, meta: dict, index: int) -> Layer:
+        """Layer ``index`` of a puzzle, from its meta."""
+        layer = cls(meta["size"], None)
+        layer.east = np.asarray([[v == "1" for v in row] for row in meta["open_east"][index]], dtype=bool).reshape(layer.east.shape)
+        layer.south = np.asarray([[v == "1" for v in row] for row in meta["open_south"][index]], dtype=bool).reshape(layer.south.shape)
+        return layer
 
     def _carve(self, rng: np.random.Generator) -> None:
         # Iterative depth-first backtracker: long winding corridors, few trivial shortcuts.
@@ -239,6 +250,7 @@ KMAX = 6  # the most cells one edit adds or removes
 # with the least or most ink.
 QUOTA = {"extend": 4, "prune": 4, "branch": 4, "cut": 4, "breach": 6, "jump": 4}
 TRIES = 3  # candidates judged per variant kept, at most: bounds the cost of edits that rarely fit
+LEAVES = 3  # variants a distractor needs to be the centre of a set (the solution is the fourth option)
 
 
 @dataclass(frozen=True)
@@ -257,6 +269,11 @@ def drawing_of(strokes: list[Stroke]) -> Drawing:
     cells = {(layer, *cell) for layer, line in strokes for cell in line}
     links = {_link((layer, *a), (layer, *b)) for layer, line in strokes for a, b in zip(line, line[1:])}
     return Drawing(frozenset(cells), frozenset(links))
+
+
+def _ink(drawing: Drawing) -> int:
+    """How much a drawing puts on the picture, in cells and links."""
+    return len(drawing.cells) + len(drawing.links)
 
 
 def _adjacency(drawing: Drawing) -> dict[Node, list[Node]]:
@@ -298,8 +315,9 @@ class _Editor:
     """Near misses of any answer drawing: one edit each (grow or prune a line, cut a gap, cross
     a wall, change layer elsewhere), kept when it fails exactly one check."""
 
-    def __init__(self, meta: dict, layers: list[Layer], salt: int) -> None:
+    def __init__(self, meta: dict, layers: list[Layer], solution: Drawing, salt: int) -> None:
         self.layers = layers
+        self.solution = solution
         self.size = meta["size"]
         self.start, self.end = tuple(meta["start"]), tuple(meta["end"])
         self.portals = {(p["layers"][0], *p["cell"]) for p in meta["portals"]}
@@ -406,22 +424,21 @@ class _Editor:
                 if name is not None:
                     found.append((name, candidate))
                     kept += 1
-        # As many variants that add ink as remove it: among all of them around the solution
-        # (the set's centre is one of them, so the solution, one edit back, is as likely to
-        # have more ink than the centre as less), and within each violation around any other
-        # drawing (the options around a centre are drawn one violation at a time).
-        solved = all(self.checks(drawing).values())
-        groups = [[v for v in found if solved or v[0] == kind] for kind in ([None] if solved else DISTRACTOR_KINDS)]
-        ink = len(drawing.cells) + len(drawing.links)
-        kept_variants: set[int] = set()
-        for group in groups:
-            change = [np.sign(len(d.cells) + len(d.links) - ink) for _, d in group]
-            more = [id(v) for v, c in zip(group, change) if c > 0]
-            less = [id(v) for v, c in zip(group, change) if c < 0]
+        # The solution is one edit back from the set's centre, so the options around a centre
+        # are like it when they mostly undo the centre's change of ink: around a distractor
+        # with more ink than the solution, variants that remove ink (others only to make up
+        # the numbers), and the reverse. Around the solution itself, as many add ink as remove it.
+        ink = _ink(drawing)
+        change = [int(np.sign(_ink(d) - ink)) for _, d in found]
+        if drawing == self.solution:
+            more, less = [i for i, c in enumerate(change) if c > 0], [i for i, c in enumerate(change) if c < 0]
             pairs = min(len(more), len(less))
-            spare = 1 if pairs and not solved else 0  # one more of the commoner sign: enough options, little bias
-            kept_variants |= {id(v) for v, c in zip(group, change) if c == 0} | set(more[:pairs + spare]) | set(less[:pairs + spare])
-        found = [v for v in found if id(v) in kept_variants]
+            keep = {i for i, c in enumerate(change) if c == 0} | set(more[:pairs]) | set(less[:pairs])
+        else:
+            away = int(np.sign(ink - _ink(self.solution)))
+            keep = {i for i, c in enumerate(change) if c != away or away == 0}
+            keep |= set([i for i, c in enumerate(change) if i not in keep][: max(0, LEAVES - len(keep))])
+        found = [v for i, v in enumerate(found) if i in keep]
         self._found[drawing] = found
         return found
 
@@ -605,9 +622,10 @@ def _judge_strokes(meta: dict, strokes: list[Stroke]) -> dict[str, bool]:
 
 
 def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.random.Generator) -> list[tuple[str, list[Stroke]]]:
-    editor = _Editor(meta, layers, int(rng.integers(2**32)))
+    solution = drawing_of(route)
+    editor = _Editor(meta, layers, solution, int(rng.integers(2**32)))
     try:
-        chosen = _option_set.choose_star(drawing_of(route), editor.variants, editor.stand_in, rng)
+        chosen = _option_set.choose_star(solution, editor.variants, editor.stand_in, rng)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
     distractors = [(name, strokes_of(drawing)) for name, drawing in chosen]
