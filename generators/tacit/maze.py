@@ -250,6 +250,7 @@ KMAX = 6  # the most cells one edit adds or removes
 # with the least or most ink.
 QUOTA = {"extend": 4, "prune": 4, "branch": 4, "cut": 4, "breach": 6, "jump": 4}
 TRIES = 3  # candidates judged per variant kept, at most: bounds the cost of edits that rarely fit
+AWAY_SHARE = 0.5  # variants that move on from a distractor, per one that goes back toward the solution
 LEAVES = 3  # variants a distractor needs to be the centre of a set (the solution is the fourth option)
 
 
@@ -321,6 +322,9 @@ class _Editor:
         self.size = meta["size"]
         self.start, self.end = tuple(meta["start"]), tuple(meta["end"])
         self.portals = {(p["layers"][0], *p["cell"]) for p in meta["portals"]}
+        # Portal discs stay under the line where it covers them: an uncovered disc adds a colour
+        # to the picture that the solution never shows, so gaps and pruning leave them alone.
+        self.discs = frozenset((layer, *p["cell"]) for p in meta["portals"] for layer in p["layers"])
         self.salt = salt
         self.passage_links = frozenset(_link((index, *a), (index, *b)) for index, layer in enumerate(layers)
                                        for a in np.ndindex(layer.size, layer.size)
@@ -437,7 +441,8 @@ class _Editor:
         else:
             away = int(np.sign(ink - _ink(self.solution)))
             keep = {i for i, c in enumerate(change) if c != away or away == 0}
-            keep |= set([i for i, c in enumerate(change) if i not in keep][: max(0, LEAVES - len(keep))])
+            spare = max(LEAVES - len(keep), round(AWAY_SHARE * len(keep)))
+            keep |= set([i for i, c in enumerate(change) if i not in keep][:spare])
         found = [v for i, v in enumerate(found) if i in keep]
         self._found[drawing] = found
         return found
@@ -528,19 +533,20 @@ class _Editor:
 
     def _prune(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
         """1..KMAX cells taken off a line end."""
-        sites = [(v, size) for v in sorted(drawing.cells) if len(adjacency[v]) <= 1 for size in range(1, KMAX + 1)]
+        sites = [(v, size) for v in sorted(drawing.cells - self.discs) if len(adjacency[v]) <= 1 for size in range(1, KMAX + 1)]
         for i in rng.permutation(len(sites)).tolist():
-            yield self._edit(drawing, remove=self._chain(adjacency, *sites[i]))
+            chain = self._chain(adjacency, *sites[i])
+            yield self._edit(drawing, remove=chain[: next((k for k, v in enumerate(chain) if v in self.discs), None)])
 
     def _cut(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
         """A gap: 1..KMAX cells taken out of the middle of a line."""
-        inner = [v for v in sorted(drawing.cells) if len(adjacency[v]) == 2]
+        inner = [v for v in sorted(drawing.cells - self.discs) if len(adjacency[v]) == 2]
         for i in rng.permutation(len(inner)).tolist():
             v = inner[i]
             gap, previous = [v], sorted(adjacency[v])[int(rng.integers(2))]
             for _ in range(int(rng.integers(KMAX))):
                 ahead = [o for o in adjacency[gap[-1]] if o != previous]
-                if len(ahead) != 1 or len(adjacency[ahead[0]]) != 2:
+                if len(ahead) != 1 or len(adjacency[ahead[0]]) != 2 or ahead[0] in self.discs:
                     break
                 previous = gap[-1]
                 gap.append(ahead[0])
