@@ -248,9 +248,10 @@ KMAX = 6  # the most cells one edit adds or removes
 # Variants kept per kind of edit: growing ink (a branch) is as likely as removing it (a pruned
 # end or a gap), so that the solution, one edit back from the set's centre, is not the one
 # with the least or most ink.
-QUOTA = {"extend": 4, "prune": 4, "branch": 4, "cut": 4, "breach": 6, "jump": 4}
+QUOTA = {"extend": 4, "prune": 4, "divert": 4, "branch": 4, "cut": 4, "island": 4, "breach": 6, "jump": 4}
 TRIES = 3  # candidates judged per variant kept, at most: bounds the cost of edits that rarely fit
-AWAY_SHARE = 0.5  # variants that move on from a distractor, per one that goes back toward the solution
+CLOSER_OK = False
+AWAY_SHARE = 1.0  # variants that move on from a distractor, per one that goes back toward the solution
 LEAVES = 3  # variants a distractor needs to be the centre of a set (the solution is the fourth option)
 
 
@@ -413,8 +414,8 @@ class _Editor:
         rng = np.random.default_rng([self.salt, digest])
         found: list[tuple[str, Drawing]] = []
         seen = {drawing}
-        edits = {"extend": self._extend, "prune": self._prune, "branch": self._branch, "cut": self._cut,
-                 "breach": self._breach, "jump": self._jump}
+        edits = {"extend": self._extend, "prune": self._prune, "divert": self._divert, "branch": self._branch, "cut": self._cut,
+                 "island": self._island, "breach": self._breach, "jump": self._jump}
         for kind, quota in QUOTA.items():
             kept = tried = 0
             for candidate in edits[kind](drawing, adjacency, rng):
@@ -444,6 +445,10 @@ class _Editor:
             spare = max(LEAVES - len(keep), round(AWAY_SHARE * len(keep)))
             keep |= set([i for i, c in enumerate(change) if i not in keep][:spare])
         found = [v for i, v in enumerate(found) if i in keep]
+        if drawing != self.solution and CLOSER_OK is False:
+            target = self.stand_in(self.solution)
+            here = np.abs(self.stand_in(drawing) - target).sum()
+            found = [v for v in found if np.abs(self.stand_in(v[1]) - target).sum() >= here]
         self._found[drawing] = found
         return found
 
@@ -538,6 +543,21 @@ class _Editor:
             chain = self._chain(adjacency, *sites[i])
             yield self._edit(drawing, remove=chain[: next((k for k, v in enumerate(chain) if v in self.discs), None)])
 
+    def _divert(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
+        """A line end turned aside: 1..KMAX cells pruned, then 1..KMAX new ones down another passage."""
+        sites = [(v, size) for v in sorted(drawing.cells - self.discs) if len(adjacency[v]) <= 1 for size in range(2, KMAX + 2)]
+        for i in rng.permutation(len(sites)).tolist():
+            chain = self._chain(adjacency, *sites[i])
+            chain = chain[: next((k for k, v in enumerate(chain) if v in self.discs), None)]
+            if len(chain) < 2:
+                continue
+            removed, tip = chain[:-1], chain[-1]
+            turns = [w for w in self.passages(tip) if w not in drawing.cells]
+            if not turns:
+                continue
+            line = self._corridor(turns[int(rng.integers(len(turns)))], drawing.cells, int(rng.integers(1, KMAX + 1)), rng)
+            yield self._edit(drawing, remove=removed, add=line, link=[_link(a, b) for a, b in zip([tip, *line], line)])
+
     def _cut(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
         """A gap: 1..KMAX cells taken out of the middle of a line."""
         inner = [v for v in sorted(drawing.cells - self.discs) if len(adjacency[v]) == 2]
@@ -551,6 +571,16 @@ class _Editor:
                 previous = gap[-1]
                 gap.append(ahead[0])
             yield self._edit(drawing, remove=gap)
+
+    def _island(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
+        """A stray line of 1..KMAX cells away from the drawing (the reverse of a gap, in ink)."""
+        n = self.size
+        for _ in range(4 * QUOTA["island"]):
+            seed = (int(rng.integers(len(self.layers))), int(rng.integers(n)), int(rng.integers(n)))
+            if seed in drawing.cells or any(o in drawing.cells for o in self.around(seed)):
+                continue
+            line = self._corridor(seed, drawing.cells, int(rng.integers(1, KMAX + 1)), rng)
+            yield self._edit(drawing, add=line, link=[_link(a, b) for a, b in zip(line, line[1:])])
 
     def _breach(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
         """Through a wall: a shortcut, a detour, a line running on past its end, or the reverse
