@@ -9,13 +9,15 @@ is unique; the generator still checks it with the verifier's own judge.
 
 Distractors are near misses of one another, not only of the route. An answer is a drawing
 (path cells and the links between them), and a drawing's variants are single edits of it that
-fail exactly one check: a line end run on or pruned back, a side branch or a gap of a few
-cells, a line through a wall (a shortcut, a detour, or running on past its end), or the
-change of layer moved to another cell. Every edit has a reverse of about the same size (a
-branch against a gap, running on against pruning), and each drawing keeps as many variants
-that add ink as remove it. ``_option_set.choose_star`` centres the set on the solution or on
-one of its variants, with variants of that centre around it, so the solution is one edit from
-the centre like every other option.
+fail exactly one check: a line end run on, pruned back or turned aside (wrong exit), a side
+branch (branching), a gap or a stray line of a few cells (disconnected), a line through a wall
+(a shortcut, a detour, or running on past its end: wall breach), or the change of layer moved
+to another cell (portal skip). Every edit has a reverse of about the same size, so variants
+come in pairs that add and remove ink. ``_option_set.choose_star`` centres the set on the
+solution or on one of its variants, with variants of that centre around it; around a
+distractor, variants are never nearer the solution than the distractor itself (no edit half
+the way back), so the solution is one edit from the centre like every other option. Gaps and
+pruning leave portal discs covered: an uncovered disc adds a colour the solution never shows.
 """
 
 from __future__ import annotations
@@ -245,13 +247,11 @@ Node = tuple[int, int, int]  # (layer, row, col)
 Link = tuple[Node, Node]  # the smaller node first
 DISTRACTOR_KINDS = ("wrong_exit", "branching", "disconnected", "wall_breach", "portal_skip")
 KMAX = 6  # the most cells one edit adds or removes
-# Variants kept per kind of edit: growing ink (a branch) is as likely as removing it (a pruned
-# end or a gap), so that the solution, one edit back from the set's centre, is not the one
-# with the least or most ink.
+# Variants kept per kind of edit, in pairs that add and remove about the same ink (running a
+# line end on / pruning it, a branch / a gap, a stray line / a gap, a detour / a shortcut), so
+# that the solution, one edit back from the set's centre, is not the one with the least or most ink.
 QUOTA = {"extend": 4, "prune": 4, "divert": 4, "branch": 4, "cut": 4, "island": 4, "breach": 6, "jump": 4}
 TRIES = 3  # candidates judged per variant kept, at most: bounds the cost of edits that rarely fit
-CLOSER_OK = False
-AWAY_SHARE = 1.0  # variants that move on from a distractor, per one that goes back toward the solution
 LEAVES = 3  # variants a distractor needs to be the centre of a set (the solution is the fourth option)
 
 
@@ -429,10 +429,11 @@ class _Editor:
                 if name is not None:
                     found.append((name, candidate))
                     kept += 1
-        # The solution is one edit back from the set's centre, so the options around a centre
-        # are like it when they mostly undo the centre's change of ink: around a distractor
-        # with more ink than the solution, variants that remove ink (others only to make up
-        # the numbers), and the reverse. Around the solution itself, as many add ink as remove it.
+        # The solution is one edit back from the set's centre and must look like the options
+        # around it. Around the solution, as many variants add ink as remove it. Around a
+        # distractor, all those on the solution's side in ink and at most as many on the other
+        # side (or enough to make up LEAVES); then none nearer the solution than the distractor
+        # itself: an edit half the way back would pair up with the solution and show it.
         ink = _ink(drawing)
         change = [int(np.sign(_ink(d) - ink)) for _, d in found]
         if drawing == self.solution:
@@ -442,10 +443,9 @@ class _Editor:
         else:
             away = int(np.sign(ink - _ink(self.solution)))
             keep = {i for i, c in enumerate(change) if c != away or away == 0}
-            spare = max(LEAVES - len(keep), round(AWAY_SHARE * len(keep)))
-            keep |= set([i for i, c in enumerate(change) if i not in keep][:spare])
+            keep |= set([i for i in range(len(found)) if i not in keep][: max(LEAVES - len(keep), len(keep))])
         found = [v for i, v in enumerate(found) if i in keep]
-        if drawing != self.solution and CLOSER_OK is False:
+        if drawing != self.solution:
             target = self.stand_in(self.solution)
             here = np.abs(self.stand_in(drawing) - target).sum()
             found = [v for v in found if np.abs(self.stand_in(v[1]) - target).sum() >= here]
@@ -573,13 +573,14 @@ class _Editor:
             yield self._edit(drawing, remove=gap)
 
     def _island(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
-        """A stray line of 1..KMAX cells away from the drawing (the reverse of a gap, in ink)."""
+        """A stray line of 2..KMAX + 1 cells away from the drawing: about the ink a gap removes (a
+        gap of k cells takes k + 1 links with it)."""
         n = self.size
         for _ in range(4 * QUOTA["island"]):
             seed = (int(rng.integers(len(self.layers))), int(rng.integers(n)), int(rng.integers(n)))
             if seed in drawing.cells or any(o in drawing.cells for o in self.around(seed)):
                 continue
-            line = self._corridor(seed, drawing.cells, int(rng.integers(1, KMAX + 1)), rng)
+            line = self._corridor(seed, drawing.cells, int(rng.integers(2, KMAX + 2)), rng)
             yield self._edit(drawing, add=line, link=[_link(a, b) for a, b in zip(line, line[1:])])
 
     def _breach(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
