@@ -430,16 +430,25 @@ class _Editor:
                     found.append((name, candidate))
                     kept += 1
         # The solution is one edit back from the set's centre and must look like the options
-        # around it. Around the solution, as many variants add ink as remove it. Around a
+        # around it. Around the solution, as many variants add ink as remove it (within each
+        # violation where it has both: the centre is one of them). Around a
         # distractor, all those on the solution's side in ink and at most as many on the other
         # side (or enough to make up LEAVES); then none nearer the solution than the distractor
         # itself: an edit half the way back would pair up with the solution and show it.
         ink = _ink(drawing)
         change = [int(np.sign(_ink(d) - ink)) for _, d in found]
-        if drawing == self.solution:
-            more, less = [i for i, c in enumerate(change) if c > 0], [i for i, c in enumerate(change) if c < 0]
-            pairs = min(len(more), len(less))
-            keep = {i for i, c in enumerate(change) if c == 0} | set(more[:pairs]) | set(less[:pairs])
+        if drawing == self.solution:  # in pairs within each violation first, then across them
+            keep = {i for i, c in enumerate(change) if c == 0}
+            spare: dict[int, list[int]] = {1: [], -1: []}
+            for kind in DISTRACTOR_KINDS:
+                more = [i for i, c in enumerate(change) if c > 0 and found[i][0] == kind]
+                less = [i for i, c in enumerate(change) if c < 0 and found[i][0] == kind]
+                pairs = min(len(more), len(less))
+                keep |= set(more[:pairs] + less[:pairs])
+                spare[1] += more[pairs:]
+                spare[-1] += less[pairs:]
+            pairs = min(len(spare[1]), len(spare[-1]))
+            keep |= set(spare[1][:pairs] + spare[-1][:pairs])
         else:
             away = int(np.sign(ink - _ink(self.solution)))
             keep = {i for i, c in enumerate(change) if c != away or away == 0}
@@ -544,8 +553,9 @@ class _Editor:
             yield self._edit(drawing, remove=chain[: next((k for k, v in enumerate(chain) if v in self.discs), None)])
 
     def _divert(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
-        """A line end turned aside: 1..KMAX cells pruned, then 1..KMAX new ones down another passage."""
-        sites = [(v, size) for v in sorted(drawing.cells - self.discs) if len(adjacency[v]) <= 1 for size in range(2, KMAX + 2)]
+        """A line end turned aside: 1 or 2 cells pruned, then more new ones down another passage
+        (the reverse of pruning, in ink, where the line cannot run on)."""
+        sites = [(v, size) for v in sorted(drawing.cells - self.discs) if len(adjacency[v]) <= 1 for size in (2, 3)]
         for i in rng.permutation(len(sites)).tolist():
             chain = self._chain(adjacency, *sites[i])
             chain = chain[: next((k for k, v in enumerate(chain) if v in self.discs), None)]
@@ -555,7 +565,7 @@ class _Editor:
             turns = [w for w in self.passages(tip) if w not in drawing.cells]
             if not turns:
                 continue
-            line = self._corridor(turns[int(rng.integers(len(turns)))], drawing.cells, int(rng.integers(1, KMAX + 1)), rng)
+            line = self._corridor(turns[int(rng.integers(len(turns)))], drawing.cells, int(rng.integers(len(chain), KMAX + 1)), rng)
             yield self._edit(drawing, remove=removed, add=line, link=[_link(a, b) for a, b in zip([tip, *line], line)])
 
     def _cut(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
