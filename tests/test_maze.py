@@ -112,6 +112,53 @@ def test_judge_names_each_violation():
     assert verifier.judge(meta, cells | {(layer, *side)}, links | {branch_link})["branching"] is False
 
 
+def _editor(puzzle) -> maze._Editor:
+    layers = [maze.Layer.from_meta(puzzle.meta, index) for index in range(puzzle.meta["layers"])]
+    return maze._Editor(puzzle.meta, layers, maze.drawing_of(puzzle.solution), salt=7)
+
+
+def _ink(drawing) -> int:
+    return len(drawing.cells) + len(drawing.links)
+
+
+def test_variants_fail_exactly_the_check_they_name(puzzle):
+    editor = _editor(puzzle)
+    solution = maze.drawing_of(puzzle.solution)
+    assert maze.strokes_of(solution) == puzzle.solution or maze.drawing_of(maze.strokes_of(solution)) == solution
+    first = editor.variants(solution)
+    assert len(first) >= 6 and editor.variants(solution) is first  # cached: the same list every time
+    later = [v for _, d in first[:5] for v in editor.variants(d)]
+    for name, drawing in first + later:
+        judged = verifier.judge(puzzle.meta, set(drawing.cells), set(drawing.links))
+        assert editor.checks(drawing) == judged  # the fast checks are the verifier's
+        assert [k for k, ok in judged.items() if not ok] == [name]
+        assert maze.drawing_of(maze.strokes_of(drawing)) == drawing  # drawn as it was meant
+    # Around the solution as many variants add ink as remove it.
+    changes = [int(np.sign(_ink(d) - _ink(solution))) for _, d in first]
+    assert changes.count(1) == changes.count(-1) > 0
+
+
+def test_variants_of_a_distractor_include_reverse_edits_and_none_half_way_back():
+    # The solution is one edit back from a distractor at the set's centre; the other options
+    # around it must look alike: around a drawing with more ink than the solution (a branch, a
+    # stray line) some variants remove ink (a gap), around one with less ink (a gap, a pruned
+    # end) some add it, and none lies nearer the solution than the distractor (half the way back).
+    for difficulty in ("easy", "medium", "hard"):
+        p = make(difficulty)
+        editor = _editor(p)
+        solution = maze.drawing_of(p.solution)
+        target = editor.stand_in(solution)
+        reverse = {1: 0, -1: 0}
+        for _, drawing in editor.variants(solution):
+            away = int(np.sign(_ink(drawing) - _ink(solution)))
+            here = np.abs(editor.stand_in(drawing) - target).sum()
+            around = editor.variants(drawing)
+            assert all(np.abs(editor.stand_in(d) - target).sum() >= here for _, d in around)
+            if away:
+                reverse[away] += any(np.sign(_ink(d) - _ink(drawing)) == -away for _, d in around)
+        assert reverse[1] > 0 and reverse[-1] > 0, difficulty
+
+
 def test_unusable_images_give_a_verdict_not_an_exception(puzzle):
     for bad in (b"\x89PNG\r\n\x1a\nbroken", b"", np.zeros((1, 1, 3), np.uint8), "/no/such.png", 3.5):
         verdict = SPEC.verify(puzzle.meta, bad)

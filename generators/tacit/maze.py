@@ -7,20 +7,26 @@ green start (first layer) through every portal to the red end (last layer). Beca
 layers are trees joined by exactly one portal each, the whole maze is a tree, so the route
 is unique; the generator still checks it with the verifier's own judge.
 
-Distractors share edits with each other (I-RAVEN style) so that the solution is not the
-centre of the option set: the wrong-exit route, the route with that wrong branch attached,
-and the same drawing with the junction cut out all reuse one side branch; the wall breach
-runs along that branch and breaks through into the true route. Each kind comes in variants
-that draw more and less than the route (a long or a short side branch, a gap with or without
-the branch) at a few junctions, and the four are chosen among them by the shared policy of
-``_option_set``, so that the amount of ink does not single out the solution.
+Distractors are near misses of one another, not only of the route. An answer is a drawing
+(path cells and the links between them), and a drawing's variants are single edits of it that
+fail exactly one check: a line end run on, pruned back or turned aside (wrong exit), a side
+branch (branching), a gap or a stray line of a few cells (disconnected), a line through a wall
+(a shortcut, a detour, or running on past its end: wall breach), or the change of layer moved
+to another cell (portal skip). Every edit has a reverse of about the same size, so variants
+come in pairs that add and remove ink. ``_option_set.choose_star`` centres the set on the
+solution or on one of its variants, with variants of that centre around it; around a
+distractor, variants are never nearer the solution than the distractor itself (no edit half
+the way back), so the solution is one edit from the centre like every other option. Gaps and
+pruning leave portal discs covered: an uncovered disc adds a colour the solution never shows.
 """
 
 from __future__ import annotations
 
-from collections import deque
+import zlib
+from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import chain
 
 import numpy as np
 
@@ -30,13 +36,12 @@ from vrforge.svgdraw import fmt, new_drawing, polyline_path, segments_path, to_s
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import maze as maze_verifier
 
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 CELL = 20  # SVG units per cell
 MARGIN = 16
 GAP = 40  # between layers, room for the chevron
 WALL_WIDTH = 0.12 * CELL
 PATH_WIDTH = 0.42 * CELL
-JUNCTIONS = 3  # side branches whose distractor variants compete for the set
 
 PALETTE = {
     "background": "#ffffff",
@@ -46,7 +51,6 @@ PALETTE = {
     "end": "#c62828",
     "chevron": "#9e9e9e",
 }
-PATH_GREY = 0.299 * 0x19 + 0.587 * 0x76 + 0.114 * 0xD2  # the path colour's luma, as pickers see it
 PORTAL_COLOURS = ("#ef6c00", "#8e24aa", "#00897b", "#f9a825")
 
 Cell = tuple[int, int]  # (row, col)
@@ -82,11 +86,20 @@ DIFFICULTIES = {
 class Layer:
     """A perfect maze on an n x n grid: ``east[r, c]`` opens (r,c)-(r,c+1), ``south[r, c]`` (r,c)-(r+1,c)."""
 
-    def __init__(self, size: int, rng: np.random.Generator) -> None:
+    def __init__(self, size: int, rng: np.random.Generator | None) -> None:
         self.size = size
         self.east = np.zeros((size, size - 1), dtype=bool)
         self.south = np.zeros((size - 1, size), dtype=bool)
-        self._carve(rng)
+        if rng is not None:
+            self._carve(rng)
+
+    @classmethod
+    def from_meta(cls, meta: dict, index: int) -> Layer:
+        """Layer ``index`` of a puzzle, from its meta."""
+        layer = cls(meta["size"], None)
+        layer.east = np.asarray([[v == "1" for v in row] for row in meta["open_east"][index]], dtype=bool).reshape(layer.east.shape)
+        layer.south = np.asarray([[v == "1" for v in row] for row in meta["open_south"][index]], dtype=bool).reshape(layer.south.shape)
+        return layer
 
     def _carve(self, rng: np.random.Generator) -> None:
         # Iterative depth-first backtracker: long winding corridors, few trivial shortcuts.
@@ -230,159 +243,444 @@ def _meta(config: MazeConfig, layers: list[Layer], start: Cell, ends: list[Cell]
 
 # ---------------------------------------------------------------- distractors
 
+Node = tuple[int, int, int]  # (layer, row, col)
+Link = tuple[Node, Node]  # the smaller node first
+DISTRACTOR_KINDS = ("wrong_exit", "branching", "disconnected", "wall_breach", "portal_skip")
+KMAX = 6  # the most cells one edit adds or removes
+# Variants kept per kind of edit, in pairs that add and remove about the same ink (running a
+# line end on / pruning it, a branch / a gap, a stray line / a gap, a detour / a shortcut), so
+# that the solution, one edit back from the set's centre, is not the one with the least or most ink.
+QUOTA = {"extend": 4, "prune": 4, "divert": 4, "branch": 4, "cut": 4, "island": 4, "breach": 6, "jump": 4}
+TRIES = 3  # candidates judged per variant kept, at most: bounds the cost of edits that rarely fit
+LEAVES = 3  # variants a distractor needs to be the centre of a set (the solution is the fourth option)
+
+
+@dataclass(frozen=True)
+class Drawing:
+    """An answer as the verifier reads it: the cells in the path colour and the links between them."""
+
+    cells: frozenset[Node]
+    links: frozenset[Link]
+
+
+def _link(a: Node, b: Node) -> Link:
+    return (a, b) if a < b else (b, a)
+
+
+def drawing_of(strokes: list[Stroke]) -> Drawing:
+    cells = {(layer, *cell) for layer, line in strokes for cell in line}
+    links = {_link((layer, *a), (layer, *b)) for layer, line in strokes for a, b in zip(line, line[1:])}
+    return Drawing(frozenset(cells), frozenset(links))
+
+
+def _ink(drawing: Drawing) -> int:
+    """How much a drawing puts on the picture, in cells and links."""
+    return len(drawing.cells) + len(drawing.links)
+
+
+def _adjacency(drawing: Drawing) -> dict[Node, list[Node]]:
+    adjacency: dict[Node, list[Node]] = {cell: [] for cell in drawing.cells}
+    for a, b in drawing.links:
+        adjacency[a].append(b)
+        adjacency[b].append(a)
+    return adjacency
+
+
+def strokes_of(drawing: Drawing) -> list[Stroke]:
+    """The drawing as polylines: each runs between nodes that are not simply on the way (ends,
+    junctions), then closed loops, then lone cells."""
+    adjacency = {node: sorted(others) for node, others in _adjacency(drawing).items()}
+    used: set[Link] = set()
+    strokes: list[Stroke] = []
+
+    def walk(a: Node, b: Node) -> None:
+        line = [a, b]
+        used.add(_link(a, b))
+        while len(adjacency[line[-1]]) == 2:
+            nxt = next((o for o in adjacency[line[-1]] if _link(line[-1], o) not in used), None)
+            if nxt is None:
+                break
+            used.add(_link(line[-1], nxt))
+            line.append(nxt)
+        strokes.append((a[0], [node[1:] for node in line]))
+
+    nodes = sorted(adjacency)
+    for node in [n for n in nodes if len(adjacency[n]) != 2] + nodes:
+        for other in adjacency[node]:
+            if _link(node, other) not in used:
+                walk(node, other)
+    strokes += [(node[0], [node[1:]]) for node in nodes if not adjacency[node]]
+    return strokes
+
+
+class _Editor:
+    """Near misses of any answer drawing: one edit each (grow or prune a line, cut a gap, cross
+    a wall, change layer elsewhere), kept when it fails exactly one check."""
+
+    def __init__(self, meta: dict, layers: list[Layer], solution: Drawing, salt: int) -> None:
+        self.layers = layers
+        self.solution = solution
+        self.size = meta["size"]
+        self.start, self.end = tuple(meta["start"]), tuple(meta["end"])
+        self.portals = {(p["layers"][0], *p["cell"]) for p in meta["portals"]}
+        # Portal discs stay under the line where it covers them: an uncovered disc adds a colour
+        # to the picture that the solution never shows, so gaps and pruning leave them alone.
+        self.discs = frozenset((layer, *p["cell"]) for p in meta["portals"] for layer in p["layers"])
+        self.salt = salt
+        self.passage_links = frozenset(_link((index, *a), (index, *b)) for index, layer in enumerate(layers)
+                                       for a in np.ndindex(layer.size, layer.size)
+                                       for b in layer.neighbours(a) if a < b)
+        self._found: dict[Drawing, list[tuple[str, Drawing]]] = {}
+
+    # -- the maze
+
+    def is_open(self, a: Node, b: Node) -> bool:
+        return a[0] == b[0] and abs(a[1] - b[1]) + abs(a[2] - b[2]) == 1 and self.layers[a[0]].is_open(a[1:], b[1:])
+
+    def around(self, node: Node) -> list[Node]:
+        return [(node[0], *cell) for cell in self.layers[node[0]].grid_neighbours(node[1:])]
+
+    def passages(self, node: Node) -> list[Node]:
+        return [(node[0], *cell) for cell in self.layers[node[0]].neighbours(node[1:])]
+
+    def stand_in(self, drawing: Drawing) -> np.ndarray:
+        """One element per cell and per link between neighbours: 1 where drawn."""
+        n = self.size
+        count = len(self.layers) * n * n
+        vector = np.zeros(3 * count)
+        index = [(layer * n + r) * n + c for layer, r, c in drawing.cells]
+        index += [(1 if b[1] == r else 2) * count + (layer * n + r) * n + c for (layer, r, c), b in drawing.links]
+        vector[index] = 1.0
+        return vector
+
+    # -- the verifier's checks, fast
+
+    def checks(self, drawing: Drawing) -> dict[str, bool]:
+        """``maze_verifier.judge`` on a drawing, without building a graph object: the same
+        rules (links, then jumps between layers where both ends are line ends)."""
+        cells = drawing.cells
+        degree = Counter(chain.from_iterable(drawing.links))
+        breach = not drawing.links <= self.passage_links
+        jumps = [((layer, r, c), (layer + 1, r, c)) for layer, r, c in cells
+                 if (layer + 1, r, c) in cells and degree[(layer, r, c)] <= 1 and degree[(layer + 1, r, c)] <= 1]
+        skip = any(low not in self.portals for low, _ in jumps)
+        degree.update(chain.from_iterable(jumps))
+        if breach or len({low[0] for low, _ in jumps}) < len(jumps):
+            components, loop = self._components([*drawing.links, *jumps], cells)
+        else:
+            # Links along passages of a perfect maze form a forest, and one jump per pair of
+            # layers cannot close a loop: each link or jump joins two parts.
+            components, loop = len(cells) - len(drawing.links) - len(jumps), False
+        return {
+            "missing_start": self.start in cells,
+            "wrong_exit": self.end in cells,
+            "disconnected": components == 1,
+            "branching": not loop and max(degree.values(), default=0) <= 2,
+            "wall_breach": not breach,
+            "portal_skip": not skip,
+        }
+
+    @staticmethod
+    def _components(links: list[Link], cells: frozenset[Node]) -> tuple[int, bool]:
+        """(connected parts, whether some link closes a loop), by union-find."""
+        parent = {cell: cell for cell in cells}
+
+        def root(x: Node) -> Node:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        loop = False
+        for a, b in links:
+            ra, rb = root(a), root(b)
+            loop |= ra == rb
+            parent[ra] = rb
+        return sum(1 for cell in cells if root(cell) == cell), loop
+
+    def fault(self, drawing: Drawing) -> str | None:
+        failed = [name for name, ok in self.checks(drawing).items() if not ok]
+        return failed[0] if len(failed) == 1 and failed[0] in DISTRACTOR_KINDS else None
+
+    # -- variants
+
+    def variants(self, drawing: Drawing) -> list[tuple[str, Drawing]]:
+        """Near misses of ``drawing``, each failing exactly the check it names; the same list
+        for the same drawing (the edits are drawn from a seed of the puzzle and the drawing)."""
+        if drawing in self._found:
+            return self._found[drawing]
+        adjacency = _adjacency(drawing)
+        digest = zlib.crc32(np.packbits(self.stand_in(drawing).astype(bool)).tobytes())
+        rng = np.random.default_rng([self.salt, digest])
+        found: list[tuple[str, Drawing]] = []
+        seen = {drawing}
+        edits = {"extend": self._extend, "prune": self._prune, "divert": self._divert, "branch": self._branch, "cut": self._cut,
+                 "island": self._island, "breach": self._breach, "jump": self._jump}
+        for kind, quota in QUOTA.items():
+            kept = tried = 0
+            for candidate in edits[kind](drawing, adjacency, rng):
+                if kept == quota or (tried == TRIES * quota and kind not in ("extend", "prune")):
+                    break
+                if candidate is None or candidate in seen:
+                    continue
+                seen.add(candidate)
+                tried += 1
+                name = self.fault(candidate)
+                if name is not None:
+                    found.append((name, candidate))
+                    kept += 1
+        # The solution is one edit back from the set's centre and must look like the options
+        # around it. Around the solution, as many variants add ink as remove it (within each
+        # violation where it has both: the centre is one of them). Around a
+        # distractor, all those on the solution's side in ink and at most as many on the other
+        # side (or enough to make up LEAVES); then none nearer the solution than the distractor
+        # itself: an edit half the way back would pair up with the solution and show it.
+        ink = _ink(drawing)
+        change = [int(np.sign(_ink(d) - ink)) for _, d in found]
+        if drawing == self.solution:  # in pairs within each violation first, then across them
+            keep = {i for i, c in enumerate(change) if c == 0}
+            spare: dict[int, list[int]] = {1: [], -1: []}
+            for kind in DISTRACTOR_KINDS:
+                more = [i for i, c in enumerate(change) if c > 0 and found[i][0] == kind]
+                less = [i for i, c in enumerate(change) if c < 0 and found[i][0] == kind]
+                pairs = min(len(more), len(less))
+                keep |= set(more[:pairs] + less[:pairs])
+                spare[1] += more[pairs:]
+                spare[-1] += less[pairs:]
+            pairs = min(len(spare[1]), len(spare[-1]))
+            keep |= set(spare[1][:pairs] + spare[-1][:pairs])
+        else:
+            away = int(np.sign(ink - _ink(self.solution)))
+            keep = {i for i, c in enumerate(change) if c != away or away == 0}
+            keep |= set([i for i in range(len(found)) if i not in keep][: max(LEAVES - len(keep), len(keep))])
+        found = [v for i, v in enumerate(found) if i in keep]
+        if drawing != self.solution:
+            target = self.stand_in(self.solution)
+            here = np.abs(self.stand_in(drawing) - target).sum()
+            found = [v for v in found if np.abs(self.stand_in(v[1]) - target).sum() >= here]
+        self._found[drawing] = found
+        return found
+
+    @staticmethod
+    def _edit(drawing: Drawing, remove: Sequence[Node] = (), add: Sequence[Node] = (),
+              unlink: Sequence[Link] = (), link: Sequence[Link] = ()) -> Drawing:
+        gone, cut = set(remove), set(unlink)
+        links = {x for x in drawing.links if x not in cut and x[0] not in gone and x[1] not in gone}
+        return Drawing(frozenset((drawing.cells - gone) | set(add)), frozenset(links | set(link)))
+
+    def _reach(self, source: Node, drawn: frozenset[Node], depth: int) -> dict[Node, Node | None]:
+        """Undrawn cells within ``depth`` passages of ``source`` (itself undrawn), with parents."""
+        parents: dict[Node, Node | None] = {source: None}
+        frontier = [source]
+        for _ in range(depth):
+            reached = []
+            for cell in frontier:
+                for other in self.passages(cell):
+                    if other not in drawn and other not in parents:
+                        parents[other] = cell
+                        reached.append(other)
+            frontier = reached
+        return parents
+
+    @staticmethod
+    def _trace(parents: dict[Node, Node | None], cell: Node) -> list[Node]:
+        line = [cell]
+        while (parent := parents[line[-1]]) is not None:
+            line.append(parent)
+        return line[::-1]
+
+    def _corridor(self, source: Node, drawn: frozenset[Node], length: int, rng: np.random.Generator) -> list[Node]:
+        """A line of up to ``length`` undrawn cells from ``source`` along passages."""
+        parents = self._reach(source, drawn, length - 1)
+        depth = {cell: len(self._trace(parents, cell)) for cell in parents}
+        deepest = max(depth.values())
+        ends = sorted(cell for cell, d in depth.items() if d == deepest)
+        return self._trace(parents, ends[int(rng.integers(len(ends)))])
+
+    @staticmethod
+    def _chain(adjacency: dict[Node, list[Node]], leaf: Node, limit: int) -> list[Node]:
+        """From a line end inward, the nodes that can go while the rest stays joined: up to a junction."""
+        chain, previous = [leaf], None
+        while len(chain) < limit:
+            ahead = [o for o in adjacency[chain[-1]] if o != previous]
+            if len(ahead) != 1 or len(adjacency[ahead[0]]) > 2:
+                break
+            previous = chain[-1]
+            chain.append(ahead[0])
+        return chain
+
+    @staticmethod
+    def _between(adjacency: dict[Node, list[Node]], a: Node, b: Node, limit: int) -> list[Node] | None:
+        """The nodes strictly between ``a`` and ``b`` along the drawing, when every one of them
+        lies simply on the way (two links) and there are at most ``limit``."""
+        for first in adjacency[a]:
+            line, previous = [first], a
+            while line[-1] != b and len(line) <= limit and len(adjacency[line[-1]]) == 2:
+                step = [o for o in adjacency[line[-1]] if o != previous][0]
+                previous = line[-1]
+                line.append(step)
+            if line[-1] == b:
+                return line[:-1]
+        return None
+
+    def _extend(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
+        """A line end runs on by 1..KMAX cells (the reverse of pruning it)."""
+        return self._grow(drawing, adjacency, rng, [v for v in sorted(drawing.cells) if len(adjacency[v]) <= 1], 1)
+
+    def _branch(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
+        """A side line of 2..KMAX cells from the middle of a line (the reverse of a cut, in ink)."""
+        return self._grow(drawing, adjacency, rng, [v for v in sorted(drawing.cells) if len(adjacency[v]) == 2], 2)
+
+    def _grow(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator, roots: list[Node],
+              shortest: int):
+        """A line of ``shortest``..KMAX new cells from one of ``roots``, at times rejoining the drawing."""
+        sites = [(v, w, size) for v in roots for w in self.passages(v) if w not in drawing.cells
+                 for size in range(shortest, KMAX + 1)]
+        for i in rng.permutation(len(sites)).tolist():
+            v, w, size = sites[i]
+            line = self._corridor(w, drawing.cells, size, rng)
+            tip = [x for x in self.passages(line[-1]) if x in drawing.cells and (len(line) > 1 or x != v)]
+            links = [_link(a, b) for a, b in zip([v, *line], line)]
+            if tip and rng.random() < 0.5:  # the new line meets the drawing again
+                links.append(_link(line[-1], tip[0]))
+            yield self._edit(drawing, add=line, link=links)
+
+    def _prune(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
+        """1..KMAX cells taken off a line end."""
+        sites = [(v, size) for v in sorted(drawing.cells - self.discs) if len(adjacency[v]) <= 1 for size in range(1, KMAX + 1)]
+        for i in rng.permutation(len(sites)).tolist():
+            chain = self._chain(adjacency, *sites[i])
+            yield self._edit(drawing, remove=chain[: next((k for k, v in enumerate(chain) if v in self.discs), None)])
+
+    def _divert(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
+        """A line end turned aside: 1 or 2 cells pruned, then more new ones down another passage
+        (the reverse of pruning, in ink, where the line cannot run on)."""
+        sites = [(v, size) for v in sorted(drawing.cells - self.discs) if len(adjacency[v]) <= 1 for size in (2, 3)]
+        for i in rng.permutation(len(sites)).tolist():
+            chain = self._chain(adjacency, *sites[i])
+            chain = chain[: next((k for k, v in enumerate(chain) if v in self.discs), None)]
+            if len(chain) < 2:
+                continue
+            removed, tip = chain[:-1], chain[-1]
+            turns = [w for w in self.passages(tip) if w not in drawing.cells]
+            if not turns:
+                continue
+            line = self._corridor(turns[int(rng.integers(len(turns)))], drawing.cells, int(rng.integers(len(chain), KMAX + 1)), rng)
+            yield self._edit(drawing, remove=removed, add=line, link=[_link(a, b) for a, b in zip([tip, *line], line)])
+
+    def _cut(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
+        """A gap: 1..KMAX cells taken out of the middle of a line."""
+        inner = [v for v in sorted(drawing.cells - self.discs) if len(adjacency[v]) == 2]
+        for i in rng.permutation(len(inner)).tolist():
+            v = inner[i]
+            gap, previous = [v], sorted(adjacency[v])[int(rng.integers(2))]
+            for _ in range(int(rng.integers(KMAX))):
+                ahead = [o for o in adjacency[gap[-1]] if o != previous]
+                if len(ahead) != 1 or len(adjacency[ahead[0]]) != 2 or ahead[0] in self.discs:
+                    break
+                previous = gap[-1]
+                gap.append(ahead[0])
+            yield self._edit(drawing, remove=gap)
+
+    def _island(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
+        """A stray line of 2..KMAX + 1 cells away from the drawing: about the ink a gap removes (a
+        gap of k cells takes k + 1 links with it)."""
+        n = self.size
+        for _ in range(4 * QUOTA["island"]):
+            seed = (int(rng.integers(len(self.layers))), int(rng.integers(n)), int(rng.integers(n)))
+            if seed in drawing.cells or any(o in drawing.cells for o in self.around(seed)):
+                continue
+            line = self._corridor(seed, drawing.cells, int(rng.integers(2, KMAX + 2)), rng)
+            yield self._edit(drawing, add=line, link=[_link(a, b) for a, b in zip(line, line[1:])])
+
+    def _breach(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
+        """Through a wall: a shortcut, a detour, a line running on past its end, or the reverse
+        (a line through a wall put back on the passages)."""
+        cells = drawing.cells
+        sites: list[tuple[Node, Node]] = [(y, w) for y in sorted(cells) for w in self.around(y)
+                                          if not self.is_open(y, w) and _link(y, w) not in drawing.links]
+        sites += [x for x in sorted(drawing.links) if not self.is_open(*x)] * 4  # undoing a breach is likelier
+        for i in rng.permutation(len(sites)).tolist():
+            y, w = sites[i]
+            if _link(y, w) in drawing.links:  # put back: the passages' route between its ends
+                route = [(y[0], *cell) for cell in self.layers[y[0]].path(y[1:], w[1:])]
+                if len(route) - 2 <= 2 * KMAX and not set(route[1:-1]) & cells:
+                    yield self._edit(drawing, add=route[1:-1], unlink=[(y, w)],
+                                     link=[_link(a, b) for a, b in zip(route, route[1:])])
+            elif w in cells:  # shortcut through the wall, dropping what it bypasses
+                skipped = self._between(adjacency, y, w, 2 * KMAX)
+                yield self._edit(drawing, remove=skipped or (), link=[_link(y, w)])
+            else:
+                parents = self._reach(w, cells, KMAX - 1)
+                rejoin = [(z, x) for z in sorted(parents) for x in self.passages(z) if x in cells and x != y]
+                if rejoin and rng.random() < 0.7:  # a detour through the wall, back onto the line
+                    z, x = rejoin[int(rng.integers(len(rejoin)))]
+                    line = self._trace(parents, z)
+                    skipped = self._between(adjacency, y, x, 2 * KMAX)
+                    links = [_link(a, b) for a, b in zip([y, *line, x], [*line, x])]
+                    yield self._edit(drawing, remove=skipped or (), add=line, link=links)
+                elif len(adjacency[y]) <= 1:  # the line runs on through the wall
+                    line = self._corridor(w, cells, int(rng.integers(1, KMAX + 1)), rng)
+                    yield self._edit(drawing, add=line, link=[_link(a, b) for a, b in zip([y, *line], line)])
+
+    def _jump(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
+        """Change layer at another cell: the line on one layer ends 1..KMAX cells earlier or later,
+        and the next layer's line starts there."""
+        cells = drawing.cells
+        pairs = [(layer, r, c) for layer, r, c in sorted(cells) if (layer + 1, r, c) in cells
+                 and len(adjacency[(layer, r, c)]) <= 1 and len(adjacency[(layer + 1, r, c)]) <= 1]
+        for i in rng.permutation(len(pairs) * 2).tolist():
+            low = pairs[i // 2]
+            size = int(rng.integers(1, KMAX + 1))
+            if i % 2:  # earlier: the lower line loses cells
+                chain = self._chain(adjacency, low, size + 1)
+                if len(chain) < 2:
+                    continue
+                removed, added, links, jump = chain[:-1], [], [], chain[-1]
+            else:  # later: the lower line runs on
+                start = [w for w in self.passages(low) if w not in cells]
+                if not start:
+                    continue
+                line = self._corridor(start[int(rng.integers(len(start)))], cells, size, rng)
+                removed, added, jump = [], line, line[-1]
+                links = [_link(a, b) for a, b in zip([low, *line], line)]
+            # The upper line now starts above the new jump: it follows the passages from there to
+            # where they meet the old upper line, which loses its part before that point.
+            upper_start, target = (jump[0] + 1, *jump[1:]), (low[0] + 1, *low[1:])
+            old = self._chain(adjacency, target, 4 * KMAX)
+            if upper_start in old:
+                removed += old[: old.index(upper_start)]
+            else:
+                parents = self._reach(upper_start, cells, 3 * KMAX)
+                meet = [(z, x) for z in parents for x in self.passages(z) if x in old]
+                if upper_start in cells or not meet:
+                    continue
+                z, x = min(meet, key=lambda m: old.index(m[1]))
+                line = self._trace(parents, z)
+                removed += old[: old.index(x)]
+                added += line
+                links += [_link(a, b) for a, b in zip([*line, x], [*line[1:], x])]
+            yield self._edit(drawing, remove=removed, add=added, link=links)
+
 
 def _judge_strokes(meta: dict, strokes: list[Stroke]) -> dict[str, bool]:
-    cells: set[tuple[int, int, int]] = set()
-    links: set[tuple[tuple[int, int, int], tuple[int, int, int]]] = set()
-    for layer, line in strokes:
-        for r, c in line:
-            cells.add((layer, r, c))
-        for a, b in zip(line, line[1:]):
-            links.add(tuple(sorted(((layer, *a), (layer, *b)))))  # type: ignore[arg-type]
-    return maze_verifier.judge(meta, cells, links)
-
-
-def _fails_exactly(meta: dict, strokes: list[Stroke], name: str) -> bool:
-    checks = _judge_strokes(meta, strokes)
-    return [k for k, ok in checks.items() if not ok] == [name]
-
-
-def _branch_off(layer: Layer, segment: list[Cell], index: int) -> list[Cell]:
-    """The longest dead-end corridor leaving ``segment[index]`` away from the segment."""
-    junction = segment[index]
-    parents = layer.bfs(junction, blocked=frozenset(segment) - {junction})
-    far, depth = junction, 0
-    depths = {junction: 0}
-    for cell, parent in parents.items():
-        if parent is not None:
-            depths[cell] = depths[parent] + 1
-            if depths[cell] > depth:
-                far, depth = cell, depths[cell]
-    if far == junction:
-        return [junction]
-    line = [far]
-    while line[-1] != junction:
-        line.append(parents[line[-1]])  # type: ignore[arg-type]
-    return line[::-1]
+    drawing = drawing_of(strokes)
+    return maze_verifier.judge(meta, set(drawing.cells), set(drawing.links))
 
 
 def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.random.Generator) -> list[tuple[str, list[Stroke]]]:
-    last = len(layers) - 1
-    segment = route[last][1]
-    earlier = route[:last]
-    # Junctions on the last layer's segment with a side branch of at least three cells.
-    candidates = []
-    for index in range(1, len(segment) - 1):
-        branch = _branch_off(layers[last], segment, index)
-        if len(branch) >= 3:
-            candidates.append((index, branch))
-    if not candidates:
-        raise RejectedPuzzle("no side branch on the final segment")
-    picks = sorted(rng.permutation(len(candidates))[:JUNCTIONS].tolist())
-    # Variants of every kind that draw more and less than the route (a long or short side
-    # branch, a gap with or without the branch), so that no amount of ink marks the solution;
-    # each junction's variants form a group (portal skips belong to every group).
-    built: list[tuple[str, list[Stroke], int]] = []
-    for group, (index, branch) in enumerate(candidates[i] for i in picks):
-        head, tail = segment[: index + 1], segment[index + 1 :]
-        short = branch[: max(2, len(branch) // 2)]
-        variants = [
-            ("wrong_exit", earlier + [(last, head + branch[1:])]),
-            ("wrong_exit", earlier + [(last, head + short[1:])]),
-            ("branching", route + [(last, branch)]),
-            ("branching", route + [(last, short)]),
-            ("disconnected", earlier + [(last, segment[:index]), (last, tail), (last, branch[1:])]),
-            ("disconnected", earlier + [(last, segment[:index]), (last, tail)]),
-            ("disconnected", earlier + [(last, segment[: max(1, index - 1)]), (last, tail)]),
-        ]
-        breach = _wall_breach(layers[last], head, tail, branch)
-        if breach is not None:
-            variants.append(("wall_breach", earlier + [(last, breach)]))
-        built += [(name, strokes, group) for name, strokes in variants]
-    if len(layers) > 1:
-        for _ in range(2):
-            skip = _portal_skip(meta, layers, route, rng)
-            if skip is not None:
-                built.append(("portal_skip", skip, -1))
-
-    seen = {frozenset(_ink(route))}
-    valid: list[tuple[str, list[Stroke]]] = []
-    groups: list[int] = []
-    for name, strokes, group in built:
-        key = frozenset(_ink(strokes))
-        if key not in seen and _fails_exactly(meta, strokes, name):
-            seen.add(key)
-            valid.append((name, strokes))
-            groups.append(group)
-    kinds = sorted({name for name, _ in valid})
-    if len(kinds) < 4:
-        raise RejectedPuzzle(f"only {len(kinds)} valid distractor kinds ({', '.join(kinds)})")
-    # Stand-in pictures: every cell and link any option draws, in the path's grey where drawn.
-    inks = [_ink(route)] + [_ink(strokes) for _, strokes in valid]
-    universe = sorted(set().union(*inks), key=repr)
-    drawn = np.array([[item in ink for item in universe] for ink in inks], dtype=bool)
-    vectors = np.where(drawn, PATH_GREY, 255.0)
-    # Sets from one junction's group: distractors that share its side branch (I-RAVEN), not a
-    # star of unrelated edits around the solution, which would make it the medoid.
-    sets = sorted({c for g in sorted(set(groups) - {-1})
-                   for c in combinations([i for i, h in enumerate(groups) if h in (g, -1)], 4)})
-    if len(sets) > _option_set.MAX_SETS:
-        sets = [sets[i] for i in sorted(rng.choice(len(sets), _option_set.MAX_SETS, replace=False).tolist())]
+    solution = drawing_of(route)
+    editor = _Editor(meta, layers, solution, int(rng.integers(2**32)))
     try:
-        chosen = _option_set.choose(vectors, [name for name, _ in valid], rng, puzzle=np.full(len(universe), 255.0),
-                                    sets=np.asarray(sets, dtype=np.int64).reshape(-1, 4))
+        chosen = _option_set.choose_star(solution, editor.variants, editor.stand_in, rng)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
-    return [valid[i] for i in chosen]
-
-
-def _ink(strokes: list[Stroke]) -> set:
-    """What a drawing puts on the picture: its cells and the links between them."""
-    ink: set = set()
-    for layer, line in strokes:
-        ink.update((layer, cell) for cell in line)
-        ink.update((layer, *sorted((a, b))) for a, b in zip(line, line[1:]))
-    return ink
-
-
-def _wall_breach(layer: Layer, head: list[Cell], tail: list[Cell], branch: list[Cell]) -> list[Cell] | None:
-    """A route that follows the side branch and breaks through one wall into the true route."""
-    position = {cell: i for i, cell in enumerate(tail)}
-    options = []
-    for k, cell in enumerate(branch[1:], start=1):
-        for other in layer.grid_neighbours(cell):
-            if other in position and not layer.is_open(cell, other):
-                options.append((k, position[other]))
-    if options:
-        k, m = max(options, key=lambda o: (o[0] - o[1], o))
-        return head + branch[1 : k + 1] + tail[m:]
-    # Otherwise a shortcut through a wall between two cells of the true route.
-    full = head + tail
-    where = {cell: i for i, cell in enumerate(full)}
-    shortcuts = [(j - i, i, j) for i, cell in enumerate(full) for other in layer.grid_neighbours(cell)
-                 if (j := where.get(other, -1)) > i + 1 and not layer.is_open(cell, other)]
-    if not shortcuts:
-        return None
-    _, i, j = max(shortcuts)
-    return full[: i + 1] + full[j:]
-
-
-def _portal_skip(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.random.Generator) -> list[Stroke] | None:
-    """Leave layer l at an ordinary cell of its route and carry on from that cell one layer up."""
-    special = {tuple(meta["start"][1:]), tuple(meta["end"][1:])} | {tuple(p["cell"]) for p in meta["portals"]}
-    for layer_index in rng.permutation(len(layers) - 1).tolist():
-        segment = route[layer_index][1]
-        next_segment = route[layer_index + 1][1]
-        exit_cell = next_segment[-1]
-        choices = [k for k in range(1, len(segment) - 1) if segment[k] not in special]
-        for k in rng.permutation(choices).tolist() if choices else []:
-            jump = segment[k]
-            strokes = list(route)
-            strokes[layer_index] = (layer_index, segment[: k + 1])
-            strokes[layer_index + 1] = (layer_index + 1, layers[layer_index + 1].path(jump, exit_cell))
-            if _fails_exactly(meta, strokes, "portal_skip"):
-                return strokes
-    return None
+    distractors = [(name, strokes_of(drawing)) for name, drawing in chosen]
+    for name, strokes in distractors:  # the verifier's own judge has the last word
+        failed = [check for check, ok in _judge_strokes(meta, strokes).items() if not ok]
+        if failed != [name]:
+            raise RuntimeError(f"a {name} distractor fails {failed}")
+    return distractors
 
 
 # ---------------------------------------------------------------- drawing
