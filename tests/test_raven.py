@@ -96,17 +96,57 @@ def test_options_pairwise_different():
 
 
 def test_every_violation_is_caught():
-    """Edits of the answer of each kind fail exactly that check (hard layout: all six kinds occur)."""
+    """Variants of the answer along every axis fail exactly their check (hard layout: all six kinds occur)."""
     seen = set()
     for seed in range(6):
         p = puzzle("hard", seed)
-        rng = np.random.default_rng(seed)
-        for name, panel in gen._candidates(p.meta, p.solution, rng):
-            if name in seen:
-                continue
-            assert rv.verify(p.meta, render(p.meta, panel)).failed == [name]
-            seen.add(name)
+        for axis in gen._axes(p.meta, p.solution):
+            for name, panel in gen._variants(p.meta, axis)(p.solution):
+                if name in seen:
+                    continue
+                assert rv.verify(p.meta, render(p.meta, panel)).failed == [name]
+                seen.add(name)
     assert seen == set(rv.CHECKS)
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_variants_are_single_violations_and_symmetric(difficulty):
+    """Every variant of the solution and of its variants fails exactly the check it names, and every
+    edit can be undone by an edit of the same axis: the solution is one edit from each of its variants."""
+    for seed in range(4):
+        p = puzzle(difficulty, seed)
+        slots = len(p.meta["layout"]["slots"])
+        solution = gen._stand_in(p.solution, slots).tobytes()
+        for axis in gen._axes(p.meta, p.solution):
+            variants = gen._variants(p.meta, axis)
+            first = variants(p.solution)
+            assert len(first) >= 4
+            for name, panel in first:
+                assert [k for k, ok in rv.judge(p.meta, gen._objects(panel)).items() if not ok] == [name]
+                back = {gen._stand_in(q, slots).tobytes() for q in gen._edits(panel, axis, slots)}
+                assert solution in back
+                for kind, leaf in variants(panel):
+                    assert [k for k, ok in rv.judge(p.meta, gen._objects(leaf)).items() if not ok] == [kind]
+
+
+def test_distractors_lie_along_one_axis_around_a_centre_that_is_often_not_the_solution():
+    """All four distractors are within two edits of the solution along one axis; in many sets some
+    distractor is two edits away (the centre was a distractor, the solution one edit back from it)."""
+    two_edits = 0
+    for seed in range(40):
+        p = puzzle("medium", seed)
+        slots = len(p.meta["layout"]["slots"])
+        pictures = [gen._stand_in(d, slots).tobytes() for d in p.distractors]
+        reach = {}
+        for axis in gen._axes(p.meta, p.solution):
+            ones = [q for _, q in gen._variants(p.meta, axis)(p.solution)]
+            twos = [q for one in ones for q in gen._edits(one, axis, slots)]
+            reach[axis] = ({gen._stand_in(q, slots).tobytes() for q in ones},
+                           {gen._stand_in(q, slots).tobytes() for q in twos})
+        axes = [a for a, (ones, twos) in reach.items() if all(d in ones | twos for d in pictures)]
+        assert axes, seed
+        two_edits += all(any(d not in reach[a][0] for d in pictures) for a in axes)
+    assert two_edits >= 5
 
 
 def _pil_render(meta, answer, width=600) -> np.ndarray:

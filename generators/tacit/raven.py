@@ -24,7 +24,7 @@ raster of the answer panel.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,7 @@ from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import raven as rv
 
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 WIDTH = 400
 MARGIN = 10
 GAP = 10
@@ -48,8 +48,6 @@ PALETTE_BASE = {"background": "#ffffff", "frame": "#555555", "missing": "#aaaaaa
 NON_CONSTANT = ("progression", "arithmetic", "distribute_three")
 ROTATING_TYPES = (0, 2)  # triangle, pentagon: four distinct quarter turns
 ROW_TRIES = 60
-PICKER_POOL = 12
-THUMB = 38  # the answer panel's side in the pickers' 128 px thumbnail
 # verify --strict: SSIM of the answer panel against the reference drawing (the paper's threshold)
 STRICT_SSIM = 0.997
 
@@ -233,89 +231,107 @@ def generate(config: RavenConfig, rng: np.random.Generator) -> Puzzle:
 
 # ---------------------------------------------------------------- distractors
 
+# How often each value is the answer's (measured over 3,000 generated puzzles per difficulty):
+# along the whole-panel axes every value appears in every option set, so the axis is taken for
+# a rare answer value more readily than for a common one, making every value equally likely to
+# be the solution's.
+ANSWER_FREQUENCIES: dict[int, dict[str, tuple[float, ...]]] = {  # by grid
+    1: {"colour": (0.242, 0.171, 0.184, 0.192, 0.211), "type": (0.319, 0.111, 0.298, 0.117, 0.154)},
+    2: {"colour": (0.24, 0.167, 0.185, 0.18, 0.227), "type": (0.33, 0.103, 0.308, 0.092, 0.167)},
+    3: {"colour": (0.253, 0.163, 0.176, 0.161, 0.247), "type": (0.373, 0.081, 0.333, 0.076, 0.137)},
+}
+PER_OBJECT = {"size": "sizes", "rotation": "rotations"}  # the axes that edit one object at a time
+AXIS_TRIES = 16
+MIN_VARIANTS = 4  # a set of four distractors
 
-def _candidates(meta: dict, answer: dict, rng: np.random.Generator) -> list[tuple[str, dict]]:
-    slots = len(meta["layout"]["slots"])
-    out: list[tuple[str, dict]] = []
 
-    def edit(name: str, **changes) -> None:
-        out.append((name, {**answer, **changes}))
+def _per_object(panel: Mapping[str, Any], attribute: str) -> list[int]:
+    """Each object's size or rotation (rotations canonical: turns that look alike are one value)."""
+    values = panel.get(PER_OBJECT[attribute]) or [panel[attribute]] * len(panel["positions"])
+    return [rv.canonical_rotation(panel["type"], v) for v in values] if attribute == "rotation" else list(values)
 
-    for c in range(len(rv.FILLS)):
-        if c != answer["colour"]:
-            edit("wrong_colour", colour=c)
-    for s in range(len(rv.SIZES)):
-        if s != answer["size"]:
-            edit("wrong_size", size=s)
-    for t in range(len(rv.TYPES)):
-        if t != answer["type"]:
-            edit("wrong_type", type=t)
-    symmetry = rv.SYMMETRY[rv.TYPES[answer["type"]]]
-    seen = {answer["rotation"] % symmetry}
-    for r in range(rv.ROTATIONS):
-        if r % symmetry not in seen:
-            seen.add(r % symmetry)
-            edit("wrong_rotation", rotation=r)
-    occupied = answer["positions"]
+
+def _objects(panel: Mapping[str, Any]) -> list[tuple[int, int | None, int, int, int]]:
+    """The objects a panel shows, as the reader reports them (a distractor may give each object
+    its own size or rotation)."""
+    sizes, rotations = _per_object(panel, "size"), _per_object(panel, "rotation")
+    return [(s, panel["type"], size, rv.canonical_rotation(panel["type"], rotation), panel["colour"])
+            for s, size, rotation in zip(panel["positions"], sizes, rotations)]
+
+
+def _stand_in(panel: Mapping[str, Any], slots: int) -> np.ndarray:
+    """Per slot: present, type, size, rotation (canonical) and colour; equal exactly when the drawings are."""
+    vector = np.zeros((slots, 5))
+    for slot, t, size, rotation, colour in _objects(panel):
+        vector[slot] = (1, t, size, rotation, colour)
+    return vector.ravel()
+
+
+def _edits(panel: Mapping[str, Any], axis: str, slots: int) -> list[dict]:
+    """Every panel one edit along ``axis`` from ``panel``: the whole panel in another colour or
+    type; one object in another size or rotation; one object added, removed or moved."""
+    if axis in ("colour", "type"):
+        return [{**panel, axis: v} for v in range(rv.RANGES[axis]) if v != panel[axis]]
+    if axis in PER_OBJECT:
+        values = _per_object(panel, axis)
+        choices = range(len(rv.SIZES)) if axis == "size" else range(rv.SYMMETRY[rv.TYPES[panel["type"]]])
+        out = []
+        for i, current in enumerate(values):
+            for v in choices:
+                if v != current:
+                    edited = [*values[:i], v, *values[i + 1:]]
+                    if len(set(edited)) == 1:  # every object alike again: one value for the panel
+                        out.append({**{k: x for k, x in panel.items() if k != PER_OBJECT[axis]}, axis: v})
+                    else:
+                        out.append({**panel, PER_OBJECT[axis]: edited})
+        return out
+    occupied = list(panel["positions"])
     empty = [s for s in range(slots) if s not in occupied]
-    for s in empty:
-        edit("wrong_count", positions=sorted([*occupied, s]))
+    out = [{**panel, "positions": sorted([*occupied, s])} for s in empty]
     if len(occupied) >= 2:
-        for s in occupied:
-            edit("wrong_count", positions=[p for p in occupied if p != s])
-    moves = [(a, b) for a in occupied for b in empty]
-    for i in rng.permutation(len(moves))[:6].tolist():
-        a, b = moves[i]
-        edit("wrong_position", positions=sorted([p for p in occupied if p != a] + [b]))
-    return [(name, panel) for name, panel in out
-            if [k for k, ok in rv.judge(meta, rv.panel_objects(panel)).items() if not ok] == [name]]
+        out += [{**panel, "positions": [p for p in occupied if p != s]} for s in occupied]
+    return out + [{**panel, "positions": sorted([p for p in occupied if p != a] + [b])} for a in occupied for b in empty]
 
 
-def _raster(meta: dict, panel: dict) -> np.ndarray:
-    """The answer panel as the pickers roughly see it: greys box-averaged onto a THUMB x THUMB grid."""
-    layout = meta["layout"]
-    fine = 2 * THUMB
-    step = layout["panel"] / fine
-    axis = (np.arange(fine) + 0.5) * step
-    image = np.full((fine, fine), 255.0, dtype=np.float32)
-    grey = luminance(rv.hex_to_rgb(rv.FILLS[panel["colour"]]))
-    radius = rv.SIZES[panel["size"]] * layout["slot_half"]
-    for s in panel["positions"]:
-        cx, cy = layout["slots"][s]
-        c0, c1 = max(0, int((cx - radius) / step)), min(fine, int((cx + radius) / step) + 1)
-        r0, r1 = max(0, int((cy - radius) / step)), min(fine, int((cy + radius) / step) + 1)
-        xs, ys = np.meshgrid(axis[c0:c1] - cx, axis[r0:r1] - cy)
-        points = np.stack([xs.ravel(), ys.ravel()], axis=1)
-        inside = rv.signed_distance(rv.TYPES[panel["type"]], radius, panel["rotation"], points) < 0
-        window = image[r0:r1, c0:c1]
-        window[inside.reshape(window.shape)] = grey
-    return image.reshape(THUMB, 2, THUMB, 2).mean(axis=(1, 3)).ravel()
+def _variants(meta: Mapping[str, Any], axis: str) -> Callable[[dict], list[tuple[str, dict]]]:
+    """The near misses of any answer panel along ``axis``, each failing exactly the check it names."""
+    slots = len(meta["layout"]["slots"])
+
+    def variants(panel: dict) -> list[tuple[str, dict]]:
+        found = []
+        for edited in _edits(panel, axis, slots):
+            failed = [name for name, ok in rv.judge(meta, _objects(edited)).items() if not ok]
+            if len(failed) == 1:
+                found.append((failed[0], edited))
+        return found
+
+    return variants
+
+
+def _axes(meta: Mapping[str, Any], answer: dict) -> list[str]:
+    """The attributes along which a puzzle's distractors may differ from its answer: those with
+    at least MIN_VARIANTS near misses (one object's size or rotation needs several objects)."""
+    axes = ["colour", "type", "size", "rotation"] + (["positions"] if len(meta["layout"]["slots"]) > 1 else [])
+    return [axis for axis in axes if len(_variants(meta, axis)(answer)) >= MIN_VARIANTS]
+
+
+def _choose_axis(meta: Mapping[str, Any], answer: dict, rng: np.random.Generator) -> str:
+    axes = _axes(meta, answer)
+    for _ in range(AXIS_TRIES):
+        axis = axes[int(rng.integers(len(axes)))]
+        frequencies = ANSWER_FREQUENCIES.get(meta["layout"]["grid"], {}).get(axis)
+        if frequencies is None or rng.random() * frequencies[answer[axis]] <= min(frequencies):
+            return axis
+    return axis
 
 
 def _distractors(meta: dict, answer: dict, rng: np.random.Generator) -> list[tuple[str, dict]]:
-    pool = _candidates(meta, answer, rng)
-    by_kind: dict[str, list[tuple[str, dict]]] = {}
-    for name, panel in pool:
-        by_kind.setdefault(name, []).append((name, panel))
-    # Up to three per kind, then round-robin over kinds down to PICKER_POOL candidates.
-    lists = []
-    for name in rv.CHECKS:
-        items = by_kind.get(name, [])
-        lists.append([items[i] for i in rng.permutation(len(items))[:3].tolist()])
-    chosen: list[tuple[str, dict]] = []
-    while len(chosen) < PICKER_POOL and any(lists):
-        for items in lists:
-            if items and len(chosen) < PICKER_POOL:
-                chosen.append(items.pop(0))
-    if len(chosen) < 4:
-        raise RejectedPuzzle(f"only {len(chosen)} distractor candidates")
-    x = np.stack([_raster(meta, answer)] + [_raster(meta, panel) for _, panel in chosen])
-    bare = np.full(x.shape[1], 255.0)  # the puzzle leaves the answer panel empty
+    slots = len(meta["layout"]["slots"])
+    axis = _choose_axis(meta, answer, rng)
     try:
-        picked = _option_set.choose(x, [name for name, _ in chosen], rng, puzzle=bare)
+        return _option_set.choose_star(answer, _variants(meta, axis), lambda panel: _stand_in(panel, slots), rng)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
-    return [chosen[i] for i in picked]
 
 
 # ---------------------------------------------------------------- drawing
@@ -347,9 +363,9 @@ def draw(meta: Mapping[str, Any], answer: Mapping[str, Any] | None) -> str:
         if missing or not panel["positions"]:
             continue
         name = rv.TYPES[panel["type"]]
-        radius = rv.SIZES[panel["size"]] * half
-        d = "".join(shape_path(name, ox + layout["slots"][s][0], oy + layout["slots"][s][1], radius, panel["rotation"])
-                    for s in panel["positions"])
+        d = "".join(shape_path(name, ox + layout["slots"][s][0], oy + layout["slots"][s][1], rv.SIZES[size] * half,
+                               rotation)
+                    for s, size, rotation in zip(panel["positions"], _per_object(panel, "size"), _per_object(panel, "rotation")))
         drawing.add(drawing.path(d=d, fill=palette["fills"][panel["colour"]]))
     return to_string(drawing)
 
