@@ -14,11 +14,17 @@ Uniqueness: for every attribute, every rule of the rule space (all kinds and par
 tried on the first two rows; an instance is kept only when exactly one rule fits, so the
 rows determine the rule and the rule determines the answer.
 
-Distractors each change ONE attribute of the answer (grey, size, type, rotation, one object
-added or removed, one object moved), so each fails exactly one check. To keep the solution
-from being the centre of the option set, candidates are drawn for every attribute and
-value, and a set of four is chosen by the shared policy of ``_option_set`` from a coarse
-raster of the answer panel.
+Distractors: all four of a puzzle differ from the answer along one axis, each failing exactly
+the check it names: the whole panel in another colour (wrong_colour) or another shape type
+(wrong_type), or the objects' slots (an object added or removed: wrong_count; moved:
+wrong_position). The shared star chooser (``_option_set.choose_star``) builds the set around a
+centre that is the answer only one time in five, otherwise a distractor with the answer one edit
+back; the edits are their own reverses (another colour, another type, add / remove, move), so
+the answer looks like any other option around the centre. Along colour and type every other
+value is a distractor, so the axis is chosen to make each answer value equally likely there.
+Size and rotation are never the distractors' axis: a whole panel has only three other sizes or
+rotations, too few for four distractors, and resizing or turning single objects would leave the
+answer the only panel whose objects all agree, a tell without solving the matrix.
 """
 
 from __future__ import annotations
@@ -231,60 +237,34 @@ def generate(config: RavenConfig, rng: np.random.Generator) -> Puzzle:
 
 # ---------------------------------------------------------------- distractors
 
-# How often each value is the answer's (measured over 3,000 generated puzzles per difficulty):
-# along the whole-panel axes every value appears in every option set, so the axis is taken for
-# a rare answer value more readily than for a common one, making every value equally likely to
-# be the solution's.
-ANSWER_FREQUENCIES: dict[int, dict[str, tuple[float, ...]]] = {  # by grid
-    1: {"colour": (0.242, 0.171, 0.184, 0.192, 0.211), "type": (0.319, 0.111, 0.298, 0.117, 0.154)},
-    2: {"colour": (0.24, 0.167, 0.185, 0.18, 0.227), "type": (0.33, 0.103, 0.308, 0.092, 0.167)},
-    3: {"colour": (0.253, 0.163, 0.176, 0.161, 0.247), "type": (0.373, 0.081, 0.333, 0.076, 0.137)},
+# How often each value is the answer's, by grid (measured over 20,000 generated puzzles per
+# difficulty, before any is turned down for its distractors). Along the colour and type axes
+# every value appears in every option set, so the solution's value must be equally likely
+# there: the axis is taken with probability inversely proportional to the answer value's
+# frequency (AXIS_SHARE at the rarest value).
+ANSWER_FREQUENCIES: dict[int, dict[str, tuple[float, ...]]] = {
+    1: {"colour": (0.229, 0.182, 0.192, 0.176, 0.222), "type": (0.326, 0.118, 0.284, 0.112, 0.16)},
+    2: {"colour": (0.236, 0.17, 0.178, 0.173, 0.242), "type": (0.341, 0.104, 0.307, 0.105, 0.144)},
+    3: {"colour": (0.255, 0.161, 0.177, 0.159, 0.249), "type": (0.371, 0.083, 0.329, 0.084, 0.134)},
 }
-PER_OBJECT = {"size": "sizes", "rotation": "rotations"}  # the axes that edit one object at a time
-AXIS_TRIES = 16
+AXIS_SHARE = 0.5  # the two whole-panel axes together never take more than the whole
 MIN_VARIANTS = 4  # a set of four distractors
-
-
-def _per_object(panel: Mapping[str, Any], attribute: str) -> list[int]:
-    """Each object's size or rotation (rotations canonical: turns that look alike are one value)."""
-    values = panel.get(PER_OBJECT[attribute]) or [panel[attribute]] * len(panel["positions"])
-    return [rv.canonical_rotation(panel["type"], v) for v in values] if attribute == "rotation" else list(values)
-
-
-def _objects(panel: Mapping[str, Any]) -> list[tuple[int, int | None, int, int, int]]:
-    """The objects a panel shows, as the reader reports them (a distractor may give each object
-    its own size or rotation)."""
-    sizes, rotations = _per_object(panel, "size"), _per_object(panel, "rotation")
-    return [(s, panel["type"], size, rv.canonical_rotation(panel["type"], rotation), panel["colour"])
-            for s, size, rotation in zip(panel["positions"], sizes, rotations)]
+AXES = ("colour", "type", "positions")  # what the distractors of one puzzle all change
 
 
 def _stand_in(panel: Mapping[str, Any], slots: int) -> np.ndarray:
     """Per slot: present, type, size, rotation (canonical) and colour; equal exactly when the drawings are."""
     vector = np.zeros((slots, 5))
-    for slot, t, size, rotation, colour in _objects(panel):
+    for slot, t, size, rotation, colour in rv.panel_objects(panel):
         vector[slot] = (1, t, size, rotation, colour)
     return vector.ravel()
 
 
 def _edits(panel: Mapping[str, Any], axis: str, slots: int) -> list[dict]:
     """Every panel one edit along ``axis`` from ``panel``: the whole panel in another colour or
-    type; one object in another size or rotation; one object added, removed or moved."""
+    type; one object added, removed or moved."""
     if axis in ("colour", "type"):
         return [{**panel, axis: v} for v in range(rv.RANGES[axis]) if v != panel[axis]]
-    if axis in PER_OBJECT:
-        values = _per_object(panel, axis)
-        choices = range(len(rv.SIZES)) if axis == "size" else range(rv.SYMMETRY[rv.TYPES[panel["type"]]])
-        out = []
-        for i, current in enumerate(values):
-            for v in choices:
-                if v != current:
-                    edited = [*values[:i], v, *values[i + 1:]]
-                    if len(set(edited)) == 1:  # every object alike again: one value for the panel
-                        out.append({**{k: x for k, x in panel.items() if k != PER_OBJECT[axis]}, axis: v})
-                    else:
-                        out.append({**panel, PER_OBJECT[axis]: edited})
-        return out
     occupied = list(panel["positions"])
     empty = [s for s in range(slots) if s not in occupied]
     out = [{**panel, "positions": sorted([*occupied, s])} for s in empty]
@@ -300,7 +280,7 @@ def _variants(meta: Mapping[str, Any], axis: str) -> Callable[[dict], list[tuple
     def variants(panel: dict) -> list[tuple[str, dict]]:
         found = []
         for edited in _edits(panel, axis, slots):
-            failed = [name for name, ok in rv.judge(meta, _objects(edited)).items() if not ok]
+            failed = [name for name, ok in rv.judge(meta, rv.panel_objects(edited)).items() if not ok]
             if len(failed) == 1:
                 found.append((failed[0], edited))
         return found
@@ -308,21 +288,19 @@ def _variants(meta: Mapping[str, Any], axis: str) -> Callable[[dict], list[tuple
     return variants
 
 
-def _axes(meta: Mapping[str, Any], answer: dict) -> list[str]:
-    """The attributes along which a puzzle's distractors may differ from its answer: those with
-    at least MIN_VARIANTS near misses (one object's size or rotation needs several objects)."""
-    axes = ["colour", "type", "size", "rotation"] + (["positions"] if len(meta["layout"]["slots"]) > 1 else [])
-    return [axis for axis in axes if len(_variants(meta, axis)(answer)) >= MIN_VARIANTS]
-
-
 def _choose_axis(meta: Mapping[str, Any], answer: dict, rng: np.random.Generator) -> str:
-    axes = _axes(meta, answer)
-    for _ in range(AXIS_TRIES):
-        axis = axes[int(rng.integers(len(axes)))]
-        frequencies = ANSWER_FREQUENCIES.get(meta["layout"]["grid"], {}).get(axis)
-        if frequencies is None or rng.random() * frequencies[answer[axis]] <= min(frequencies):
+    """Colour or type with probability AXIS_SHARE * (rarest value's frequency / answer value's),
+    otherwise an axis along which the answer can be moved (the puzzle is rejected when none)."""
+    frequencies = ANSWER_FREQUENCIES[meta["layout"]["grid"]]
+    draw = rng.random()
+    for axis in ("colour", "type"):
+        share = AXIS_SHARE * min(frequencies[axis]) / frequencies[axis][answer[axis]]
+        if draw < share:
             return axis
-    return axis
+        draw -= share
+    if len(meta["layout"]["slots"]) > 1 and len(_variants(meta, "positions")(answer)) >= MIN_VARIANTS:
+        return "positions"
+    raise RejectedPuzzle("no axis for the distractors")
 
 
 def _distractors(meta: dict, answer: dict, rng: np.random.Generator) -> list[tuple[str, dict]]:
@@ -363,9 +341,9 @@ def draw(meta: Mapping[str, Any], answer: Mapping[str, Any] | None) -> str:
         if missing or not panel["positions"]:
             continue
         name = rv.TYPES[panel["type"]]
-        d = "".join(shape_path(name, ox + layout["slots"][s][0], oy + layout["slots"][s][1], rv.SIZES[size] * half,
-                               rotation)
-                    for s, size, rotation in zip(panel["positions"], _per_object(panel, "size"), _per_object(panel, "rotation")))
+        radius = rv.SIZES[panel["size"]] * half
+        d = "".join(shape_path(name, ox + layout["slots"][s][0], oy + layout["slots"][s][1], radius, panel["rotation"])
+                    for s in panel["positions"])
         drawing.add(drawing.path(d=d, fill=palette["fills"][panel["colour"]]))
     return to_string(drawing)
 
