@@ -95,13 +95,15 @@ def test_options_pairwise_different():
 
 
 def test_every_violation_is_caught():
-    """Edits of the answer of each kind fail exactly that check: the distractors' axes (hard layout:
-    colour, type, count, position) and whole-panel size and rotation."""
+    """Edits of the answer of each kind fail exactly that check: the distractors' axes (colour,
+    type, position), an object removed (or two added) and whole-panel size and rotation."""
     seen = set()
     for seed in range(6):
         p = puzzle("hard", seed)
         edits = [edit for axis in gen.AXES for edit in gen._variants(p.meta, axis)(p.solution)]
         edits.append(("wrong_size", {**p.solution, "size": (p.solution["size"] + 1) % len(rv.SIZES)}))
+        edits.append(("wrong_count", {**p.solution, "positions": p.solution["positions"][1:]
+                                      or [s for s in range(9) if s not in p.solution["positions"]][:2]}))
         if rv.SYMMETRY[rv.TYPES[p.solution["type"]]] > 1:
             edits.append(("wrong_rotation", {**p.solution, "rotation": (p.solution["rotation"] + 1) % rv.ROTATIONS}))
         for name, panel in edits:
@@ -122,8 +124,8 @@ def test_variants_are_single_violations_and_symmetric(difficulty):
         for axis in gen.AXES:
             variants = gen._variants(p.meta, axis)
             first = variants(p.solution)
-            if len(first) < gen.MIN_VARIANTS:  # one slot: no object to add, remove or move
-                assert axis == "positions" and difficulty == "easy"
+            if len(first) < gen.MIN_VARIANTS:  # too few empty or full slots for four moves
+                assert axis == "positions"
                 continue
             for name, panel in first:
                 assert [k for k, ok in rv.judge(p.meta, rv.panel_objects(panel)).items() if not ok] == [name]
@@ -155,7 +157,7 @@ def test_distractors_lie_along_one_axis_around_a_centre_that_is_often_not_the_so
                         slot_sets += 1
                         two_edits += any(d not in near for d in pictures)
             assert axes, (difficulty, seed)
-    assert slot_sets >= 15 and 0.5 <= two_edits / slot_sets <= 0.95
+    assert slot_sets >= 10 and 0.5 <= two_edits / slot_sets <= 0.95
 
 
 def _pil_render(meta, answer, width=600) -> np.ndarray:

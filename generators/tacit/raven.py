@@ -16,15 +16,18 @@ rows determine the rule and the rule determines the answer.
 
 Distractors: all four of a puzzle differ from the answer along one axis, each failing exactly
 the check it names: the whole panel in another colour (wrong_colour) or another shape type
-(wrong_type), or the objects' slots (an object added or removed: wrong_count; moved:
-wrong_position). The shared star chooser (``_option_set.choose_star``) builds the set around a
-centre that is the answer only one time in five, otherwise a distractor with the answer one edit
-back; the edits are their own reverses (another colour, another type, add / remove, move), so
-the answer looks like any other option around the centre. Along colour and type every other
-value is a distractor, so the axis is chosen to make each answer value equally likely there.
-Size and rotation are never the distractors' axis: a whole panel has only three other sizes or
-rotations, too few for four distractors, and resizing or turning single objects would leave the
-answer the only panel whose objects all agree, a tell without solving the matrix.
+(wrong_type), or one object moved to an empty slot (wrong_position). The shared star chooser
+(``_option_set.choose_star``) builds the set around a centre that is the answer only one time
+in five, otherwise a distractor with the answer one edit back; every edit's reverse is an edit
+of the same kind (another colour, another type, another move), so the answer looks like any
+other option around the centre. Along colour and type every value appears in every set, so the
+axis is chosen to make each answer value equally likely there; a puzzle with no axis left (one
+slot, or too few moves) is turned down. Checks that no axis yields, and why:
+wrong_size and wrong_rotation (a whole panel has only three other sizes or turns, too few for
+four distractors, and resizing or turning single objects would leave the answer the only panel
+whose objects agree, a tell without solving the matrix); wrong_count (the panels that fail only
+the count hold every object of the answer or only objects of it, so the answer would be the one
+option all the others are built on).
 """
 
 from __future__ import annotations
@@ -262,15 +265,12 @@ def _stand_in(panel: Mapping[str, Any], slots: int) -> np.ndarray:
 
 def _edits(panel: Mapping[str, Any], axis: str, slots: int) -> list[dict]:
     """Every panel one edit along ``axis`` from ``panel``: the whole panel in another colour or
-    type; one object added, removed or moved."""
+    type; one object moved to an empty slot."""
     if axis in ("colour", "type"):
         return [{**panel, axis: v} for v in range(rv.RANGES[axis]) if v != panel[axis]]
     occupied = list(panel["positions"])
     empty = [s for s in range(slots) if s not in occupied]
-    out = [{**panel, "positions": sorted([*occupied, s])} for s in empty]
-    if len(occupied) >= 2:
-        out += [{**panel, "positions": [p for p in occupied if p != s]} for s in occupied]
-    return out + [{**panel, "positions": sorted([p for p in occupied if p != a] + [b])} for a in occupied for b in empty]
+    return [{**panel, "positions": sorted([p for p in occupied if p != a] + [b])} for a in occupied for b in empty]
 
 
 def _variants(meta: Mapping[str, Any], axis: str) -> Callable[[dict], list[tuple[str, dict]]]:
@@ -290,7 +290,8 @@ def _variants(meta: Mapping[str, Any], axis: str) -> Callable[[dict], list[tuple
 
 def _choose_axis(meta: Mapping[str, Any], answer: dict, rng: np.random.Generator) -> str:
     """Colour or type with probability AXIS_SHARE * (rarest value's frequency / answer value's),
-    otherwise an axis along which the answer can be moved (the puzzle is rejected when none)."""
+    otherwise the slots when the answer has at least MIN_VARIANTS moves; else the puzzle is
+    turned down (rejecting instead of falling back keeps each answer value equally likely)."""
     frequencies = ANSWER_FREQUENCIES[meta["layout"]["grid"]]
     draw = rng.random()
     for axis in ("colour", "type"):
