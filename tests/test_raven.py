@@ -11,24 +11,23 @@ import pytest
 from PIL import Image, ImageDraw
 
 from vrforge.generators.tacit import raven as gen
-from vrforge.registry import get_task, meta_errors
+from vrforge.registry import accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise
-from vrforge.seeding import item_rng
 from vrforge.types import RejectedPuzzle
 from vrforge.verifiers import raven as rv
 
 SPEC = get_task("raven")
 DIFFS = ("easy", "medium", "hard")
-# sha256 of the 512 px solution PNG for seed 0 (cairosvg rendering); update on a deliberate change.
+# sha256 of the 512 px solution PNG of puzzle 0 (recipe seed 0; cairosvg rendering); update on a deliberate change.
 SNAPSHOTS = {
-    "easy": "9427590208d932ebf1b7906696027c2c3a56cd052c882f3b96a5a652f86f5bd6",
-    "medium": "94c39510a4e6ca689269f5eee3d6bbe04cbf4995a80b79a81ab85e89697cf626",
-    "hard": "44795ca3cd3fc53bd526c86b38e3c1bc47eb3e47e112e08a84dce83bfee1fedd",
+    "easy": "8dca12f97ed6b773ff858def4e4705d6a206e0b2323f55908696232b25ca4d2a",
+    "medium": "555842697e1f960b67b8e9c4776719b904152791d650e376afcd8ab932026d50",
+    "hard": "cefcbf758d932335df5548043e7e58ac5ae530e03f918fb3b1c76fd924cf0d4c",
 }
 
 
 def puzzle(difficulty: str, seed: int = 0):
-    return gen.generate(gen.DIFFICULTIES[difficulty], item_rng(seed))
+    return accepted_puzzle(SPEC, difficulty, seed)
 
 
 def render(meta, answer, width=512) -> np.ndarray:
@@ -96,17 +95,69 @@ def test_options_pairwise_different():
 
 
 def test_every_violation_is_caught():
-    """Edits of the answer of each kind fail exactly that check (hard layout: all six kinds occur)."""
+    """Edits of the answer of each kind fail exactly that check: the distractors' axes (colour,
+    type, position), an object removed (or two added) and whole-panel size and rotation."""
     seen = set()
     for seed in range(6):
         p = puzzle("hard", seed)
-        rng = np.random.default_rng(seed)
-        for name, panel in gen._candidates(p.meta, p.solution, rng):
-            if name in seen:
-                continue
-            assert rv.verify(p.meta, render(p.meta, panel)).failed == [name]
-            seen.add(name)
+        edits = [edit for axis in gen.AXES for edit in gen._variants(p.meta, axis)(p.solution)]
+        edits.append(("wrong_size", {**p.solution, "size": (p.solution["size"] + 1) % len(rv.SIZES)}))
+        edits.append(("wrong_count", {**p.solution, "positions": p.solution["positions"][1:]
+                                      or [s for s in range(9) if s not in p.solution["positions"]][:2]}))
+        if rv.SYMMETRY[rv.TYPES[p.solution["type"]]] > 1:
+            edits.append(("wrong_rotation", {**p.solution, "rotation": (p.solution["rotation"] + 1) % rv.ROTATIONS}))
+        for name, panel in edits:
+            if name not in seen:
+                assert rv.verify(p.meta, render(p.meta, panel)).failed == [name]
+                seen.add(name)
     assert seen == set(rv.CHECKS)
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_variants_are_single_violations_and_symmetric(difficulty):
+    """Every variant of the solution and of its variants fails exactly the check it names, and every
+    edit can be undone by an edit of the same axis: the solution is one edit from each of its variants."""
+    for seed in range(4):
+        p = puzzle(difficulty, seed)
+        slots = len(p.meta["layout"]["slots"])
+        solution = gen._stand_in(p.solution, slots).tobytes()
+        for axis in gen.AXES:
+            variants = gen._variants(p.meta, axis)
+            first = variants(p.solution)
+            if len(first) < gen.MIN_VARIANTS:  # too few empty or full slots for four moves
+                assert axis == "positions"
+                continue
+            for name, panel in first:
+                assert [k for k, ok in rv.judge(p.meta, rv.panel_objects(panel)).items() if not ok] == [name]
+                back = {gen._stand_in(q, slots).tobytes() for q in gen._edits(panel, axis, slots)}
+                assert solution in back
+                assert len(variants(panel)) >= 3  # enough for the three options around it as a centre
+                for kind, leaf in variants(panel):
+                    assert [k for k, ok in rv.judge(p.meta, rv.panel_objects(leaf)).items() if not ok] == [kind]
+
+
+def test_distractors_lie_along_one_axis_around_a_centre_that_is_often_not_the_solution():
+    """All four distractors are within two edits of the solution along one axis. Along the slots
+    (where not every option is one edit from every other), some distractor is two edits away in
+    most sets: the centre was a distractor, with the solution one edit back from it."""
+    slot_sets = two_edits = 0
+    for difficulty in ("medium", "hard"):
+        for seed in range(40):
+            p = puzzle(difficulty, seed)
+            slots = len(p.meta["layout"]["slots"])
+            pictures = [gen._stand_in(d, slots).tobytes() for d in p.distractors]
+            axes = []
+            for axis in gen.AXES:
+                ones = [q for _, q in gen._variants(p.meta, axis)(p.solution)]
+                near = {gen._stand_in(q, slots).tobytes() for q in ones}
+                far = {gen._stand_in(q, slots).tobytes() for one in ones for q in gen._edits(one, axis, slots)}
+                if all(d in near | far for d in pictures):
+                    axes.append(axis)
+                    if axis == "positions":
+                        slot_sets += 1
+                        two_edits += any(d not in near for d in pictures)
+            assert axes, (difficulty, seed)
+    assert slot_sets >= 10 and 0.5 <= two_edits / slot_sets <= 0.95
 
 
 def _pil_render(meta, answer, width=600) -> np.ndarray:
@@ -257,13 +308,9 @@ def test_context_blind_pickers(difficulty):
     from vrforge.pickers import pick_all, picker_accuracy
 
     choices, answers = [], []
-    for seed in range(200):
-        try:
-            p = gen.generate(gen.DIFFICULTIES[difficulty], item_rng(10_000 + seed))
-        except RejectedPuzzle:
-            continue
+    for index in range(200):
+        p = accepted_puzzle(SPEC, difficulty, index, seed=10_000)
         choices.append(pick_all([render(p.meta, o, 256) for o in p.options()]))
         answers.append(p.answer_index)
-    assert len(answers) >= 190
     for name, accuracy in picker_accuracy(choices, answers).items():
         assert accuracy <= 0.30, (name, accuracy)

@@ -14,17 +14,26 @@ Uniqueness: for every attribute, every rule of the rule space (all kinds and par
 tried on the first two rows; an instance is kept only when exactly one rule fits, so the
 rows determine the rule and the rule determines the answer.
 
-Distractors each change ONE attribute of the answer (grey, size, type, rotation, one object
-added or removed, one object moved), so each fails exactly one check. To keep the solution
-from being the centre of the option set, candidates are drawn for every attribute and
-value, and a set of four is chosen by the shared policy of ``_option_set`` from a coarse
-raster of the answer panel.
+Distractors: all four of a puzzle differ from the answer along one axis, each failing exactly
+the check it names: the whole panel in another colour (wrong_colour) or another shape type
+(wrong_type), or one object moved to an empty slot (wrong_position). The shared star chooser
+(``_option_set.choose_star``) builds the set around a centre that is the answer only one time
+in five, otherwise a distractor with the answer one edit back; every edit's reverse is an edit
+of the same kind (another colour, another type, another move), so the answer looks like any
+other option around the centre. Along colour and type every value appears in every set, so the
+axis is chosen to make each answer value equally likely there; a puzzle with no axis left (one
+slot, or too few moves) is turned down. Checks that no axis yields, and why:
+wrong_size and wrong_rotation (a whole panel has only three other sizes or turns, too few for
+four distractors, and resizing or turning single objects would leave the answer the only panel
+whose objects agree, a tell without solving the matrix); wrong_count (the panels that fail only
+the count hold every object of the answer or only objects of it, so the answer would be the one
+option all the others are built on).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +47,7 @@ from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import raven as rv
 
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 WIDTH = 400
 MARGIN = 10
 GAP = 10
@@ -48,8 +57,6 @@ PALETTE_BASE = {"background": "#ffffff", "frame": "#555555", "missing": "#aaaaaa
 NON_CONSTANT = ("progression", "arithmetic", "distribute_three")
 ROTATING_TYPES = (0, 2)  # triangle, pentagon: four distinct quarter turns
 ROW_TRIES = 60
-PICKER_POOL = 12
-THUMB = 38  # the answer panel's side in the pickers' 128 px thumbnail
 # verify --strict: SSIM of the answer panel against the reference drawing (the paper's threshold)
 STRICT_SSIM = 0.997
 
@@ -233,89 +240,77 @@ def generate(config: RavenConfig, rng: np.random.Generator) -> Puzzle:
 
 # ---------------------------------------------------------------- distractors
 
+# How often each value is the answer's, by grid (measured over 20,000 generated puzzles per
+# difficulty, before any is turned down for its distractors). Along the colour and type axes
+# every value appears in every option set, so the solution's value must be equally likely
+# there: the axis is taken with probability inversely proportional to the answer value's
+# frequency (AXIS_SHARE at the rarest value).
+ANSWER_FREQUENCIES: dict[int, dict[str, tuple[float, ...]]] = {
+    1: {"colour": (0.229, 0.182, 0.192, 0.176, 0.222), "type": (0.326, 0.118, 0.284, 0.112, 0.16)},
+    2: {"colour": (0.236, 0.17, 0.178, 0.173, 0.242), "type": (0.341, 0.104, 0.307, 0.105, 0.144)},
+    3: {"colour": (0.255, 0.161, 0.177, 0.159, 0.249), "type": (0.371, 0.083, 0.329, 0.084, 0.134)},
+}
+AXIS_SHARE = 0.5  # the two whole-panel axes together never take more than the whole
+MIN_VARIANTS = 4  # a set of four distractors
+AXES = ("colour", "type", "positions")  # what the distractors of one puzzle all change
 
-def _candidates(meta: dict, answer: dict, rng: np.random.Generator) -> list[tuple[str, dict]]:
-    slots = len(meta["layout"]["slots"])
-    out: list[tuple[str, dict]] = []
 
-    def edit(name: str, **changes) -> None:
-        out.append((name, {**answer, **changes}))
+def _stand_in(panel: Mapping[str, Any], slots: int) -> np.ndarray:
+    """Per slot: present, type, size, rotation (canonical) and colour; equal exactly when the drawings are."""
+    vector = np.zeros((slots, 5))
+    for slot, t, size, rotation, colour in rv.panel_objects(panel):
+        vector[slot] = (1, t, size, rotation, colour)
+    return vector.ravel()
 
-    for c in range(len(rv.FILLS)):
-        if c != answer["colour"]:
-            edit("wrong_colour", colour=c)
-    for s in range(len(rv.SIZES)):
-        if s != answer["size"]:
-            edit("wrong_size", size=s)
-    for t in range(len(rv.TYPES)):
-        if t != answer["type"]:
-            edit("wrong_type", type=t)
-    symmetry = rv.SYMMETRY[rv.TYPES[answer["type"]]]
-    seen = {answer["rotation"] % symmetry}
-    for r in range(rv.ROTATIONS):
-        if r % symmetry not in seen:
-            seen.add(r % symmetry)
-            edit("wrong_rotation", rotation=r)
-    occupied = answer["positions"]
+
+def _edits(panel: Mapping[str, Any], axis: str, slots: int) -> list[dict]:
+    """Every panel one edit along ``axis`` from ``panel``: the whole panel in another colour or
+    type; one object moved to an empty slot."""
+    if axis in ("colour", "type"):
+        return [{**panel, axis: v} for v in range(rv.RANGES[axis]) if v != panel[axis]]
+    occupied = list(panel["positions"])
     empty = [s for s in range(slots) if s not in occupied]
-    for s in empty:
-        edit("wrong_count", positions=sorted([*occupied, s]))
-    if len(occupied) >= 2:
-        for s in occupied:
-            edit("wrong_count", positions=[p for p in occupied if p != s])
-    moves = [(a, b) for a in occupied for b in empty]
-    for i in rng.permutation(len(moves))[:6].tolist():
-        a, b = moves[i]
-        edit("wrong_position", positions=sorted([p for p in occupied if p != a] + [b]))
-    return [(name, panel) for name, panel in out
-            if [k for k, ok in rv.judge(meta, rv.panel_objects(panel)).items() if not ok] == [name]]
+    return [{**panel, "positions": sorted([p for p in occupied if p != a] + [b])} for a in occupied for b in empty]
 
 
-def _raster(meta: dict, panel: dict) -> np.ndarray:
-    """The answer panel as the pickers roughly see it: greys box-averaged onto a THUMB x THUMB grid."""
-    layout = meta["layout"]
-    fine = 2 * THUMB
-    step = layout["panel"] / fine
-    axis = (np.arange(fine) + 0.5) * step
-    image = np.full((fine, fine), 255.0, dtype=np.float32)
-    grey = luminance(rv.hex_to_rgb(rv.FILLS[panel["colour"]]))
-    radius = rv.SIZES[panel["size"]] * layout["slot_half"]
-    for s in panel["positions"]:
-        cx, cy = layout["slots"][s]
-        c0, c1 = max(0, int((cx - radius) / step)), min(fine, int((cx + radius) / step) + 1)
-        r0, r1 = max(0, int((cy - radius) / step)), min(fine, int((cy + radius) / step) + 1)
-        xs, ys = np.meshgrid(axis[c0:c1] - cx, axis[r0:r1] - cy)
-        points = np.stack([xs.ravel(), ys.ravel()], axis=1)
-        inside = rv.signed_distance(rv.TYPES[panel["type"]], radius, panel["rotation"], points) < 0
-        window = image[r0:r1, c0:c1]
-        window[inside.reshape(window.shape)] = grey
-    return image.reshape(THUMB, 2, THUMB, 2).mean(axis=(1, 3)).ravel()
+def _variants(meta: Mapping[str, Any], axis: str) -> Callable[[dict], list[tuple[str, dict]]]:
+    """The near misses of any answer panel along ``axis``, each failing exactly the check it names."""
+    slots = len(meta["layout"]["slots"])
+
+    def variants(panel: dict) -> list[tuple[str, dict]]:
+        found = []
+        for edited in _edits(panel, axis, slots):
+            failed = [name for name, ok in rv.judge(meta, rv.panel_objects(edited)).items() if not ok]
+            if len(failed) == 1:
+                found.append((failed[0], edited))
+        return found
+
+    return variants
+
+
+def _choose_axis(meta: Mapping[str, Any], answer: dict, rng: np.random.Generator) -> str:
+    """Colour or type with probability AXIS_SHARE * (rarest value's frequency / answer value's),
+    otherwise the slots when the answer has at least MIN_VARIANTS moves; else the puzzle is
+    turned down (rejecting instead of falling back keeps each answer value equally likely)."""
+    frequencies = ANSWER_FREQUENCIES[meta["layout"]["grid"]]
+    draw = rng.random()
+    for axis in ("colour", "type"):
+        share = AXIS_SHARE * min(frequencies[axis]) / frequencies[axis][answer[axis]]
+        if draw < share:
+            return axis
+        draw -= share
+    if len(meta["layout"]["slots"]) > 1 and len(_variants(meta, "positions")(answer)) >= MIN_VARIANTS:
+        return "positions"
+    raise RejectedPuzzle("no axis for the distractors")
 
 
 def _distractors(meta: dict, answer: dict, rng: np.random.Generator) -> list[tuple[str, dict]]:
-    pool = _candidates(meta, answer, rng)
-    by_kind: dict[str, list[tuple[str, dict]]] = {}
-    for name, panel in pool:
-        by_kind.setdefault(name, []).append((name, panel))
-    # Up to three per kind, then round-robin over kinds down to PICKER_POOL candidates.
-    lists = []
-    for name in rv.CHECKS:
-        items = by_kind.get(name, [])
-        lists.append([items[i] for i in rng.permutation(len(items))[:3].tolist()])
-    chosen: list[tuple[str, dict]] = []
-    while len(chosen) < PICKER_POOL and any(lists):
-        for items in lists:
-            if items and len(chosen) < PICKER_POOL:
-                chosen.append(items.pop(0))
-    if len(chosen) < 4:
-        raise RejectedPuzzle(f"only {len(chosen)} distractor candidates")
-    x = np.stack([_raster(meta, answer)] + [_raster(meta, panel) for _, panel in chosen])
-    bare = np.full(x.shape[1], 255.0)  # the puzzle leaves the answer panel empty
+    slots = len(meta["layout"]["slots"])
+    axis = _choose_axis(meta, answer, rng)
     try:
-        picked = _option_set.choose(x, [name for name, _ in chosen], rng, puzzle=bare)
+        return _option_set.choose_star(answer, _variants(meta, axis), lambda panel: _stand_in(panel, slots), rng)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
-    return [chosen[i] for i in picked]
 
 
 # ---------------------------------------------------------------- drawing
