@@ -11,6 +11,19 @@ tasks are equally represented) on ``--workers`` processes.
     python -m vrforge.bench.verify_speed --puzzles 10 --workers 2
 
 writes bench/results/verify_speed.json.
+
+``--release [DIR]`` measures instead what scoring a built release costs: the solution PNG of
+every row at 1024 px (6,000 rows for the full release; default folder datasets/tacit, what
+``make dataset`` builds) is written out as a model's answer folder, then the wall time of
+``vrforge score generative`` on it (reading the rows and their puzzle images, verifying every
+answer on ``--workers`` processes, aligned with its puzzle) is compared with the 60 s target.
+Every solution must be accepted. The same answers are then verified one by one in this
+process for the cost per answer by task (a small release's wall time is mostly the pool's
+start-up).
+
+    python -m vrforge.bench.verify_speed --release datasets/tacit --workers 2
+
+writes bench/results/verify_speed_release.json.
 """
 
 from __future__ import annotations
@@ -18,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,15 +46,92 @@ from vrforge.verifiers import registration
 
 WIDTH = 1024
 RELEASE_ANSWERS = 6000
+TARGET_S = 60.0  # 6,000 answers at 1024 px on 2 workers
+DEFAULT_RELEASE = "datasets/tacit"
+
+
+def write_solutions(release: Path, answers: Path) -> int:
+    """Every row's solution PNG at 1024 px as a model's answer, under the scorer's file names."""
+    import pyarrow.parquet as pq
+
+    from vrforge.runners.scoring import chosen_configs
+    from vrforge.schemas.layout import output_name
+
+    count = 0
+    for folder in chosen_configs(release, WIDTH, None).values():
+        for shard in sorted(folder.glob("*.parquet")):
+            for row in pq.read_table(shard, columns=["task", "difficulty", "index", "solution"]).to_pylist():
+                path = answers / output_name(row["task"], row["difficulty"], row["index"])
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(row["solution"]["bytes"])
+                count += 1
+    return count
+
+
+def release_speed(release: Path, workers: int, out: Path) -> dict:
+    """Wall time of scoring every row's solution of a built release as a model's answers."""
+    from vrforge.runners.scoring import _verify_one, read_rows, score_generative
+    from vrforge.schemas.layout import output_name
+
+    with tempfile.TemporaryDirectory(prefix="verify-speed-") as scratch:
+        answers = Path(scratch)
+        count = write_solutions(release, answers)
+        started = time.perf_counter()
+        rows = read_rows(release, WIDTH, with_puzzle=True)
+        reading = time.perf_counter() - started
+        started = time.perf_counter()
+        report = score_generative(release, answers, WIDTH, workers=workers)
+        wall = time.perf_counter() - started
+        # The same answers verified one by one in this process: the cost per answer by task,
+        # free of the pool's start-up, which a small release's wall time is dominated by.
+        serial: dict[str, list[float]] = {}
+        for row in rows:
+            job = (row["task"], row["meta"], str(answers / output_name(row["task"], row["difficulty"], row["index"])),
+                   row["puzzle"])
+            started = time.perf_counter()
+            _verify_one(job)
+            serial.setdefault(row["task"], []).append(time.perf_counter() - started)
+    summary = report.summary
+    per_task = {task: {"answers": entry["n"], "accepted": entry["correct"],
+                       "serial_mean_ms": round(1000 * float(np.mean(serial[task])), 2)}
+                for task, entry in sorted(summary["per_task"].items())}
+    projected = wall * RELEASE_ANSWERS / count if count else 0.0
+    serial_mean = float(np.mean([t for times in serial.values() for t in times])) if serial else 0.0
+    result = {
+        "release": str(release), "width": WIDTH, "workers": workers, "answers": count,
+        "accepted": summary["overall"]["correct"], "unusable": summary["unusable"]["total"],
+        "wall_s": round(wall, 2), "reading_rows_s": round(reading, 2),
+        "ms_per_answer": round(1000 * wall / max(1, count), 2),
+        f"projected_{RELEASE_ANSWERS}_answers_s": round(projected, 1),
+        "serial_ms_per_answer": round(1000 * serial_mean, 2),
+        f"projected_{RELEASE_ANSWERS}_answers_from_serial_s": round(RELEASE_ANSWERS * serial_mean / workers, 1),
+        "target_s": TARGET_S,
+        "within_target": projected <= TARGET_S, "per_task": per_task,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--puzzles", type=int, default=10, help="puzzles per task and difficulty")
-    parser.add_argument("--workers", type=int, default=2, help="processes the projection assumes")
+    parser.add_argument("--workers", type=int, default=2, help="processes (the projection assumes them; --release runs them)")
     parser.add_argument("--with-puzzle", action="store_true", help="pass the bare puzzle PNG as the scorer does")
-    parser.add_argument("--out", default="bench/results/verify_speed.json")
+    parser.add_argument("--release", nargs="?", const=DEFAULT_RELEASE, metavar="DIR",
+                        help=f"score every row's solution of a built release (default folder {DEFAULT_RELEASE})")
+    parser.add_argument("--out", help="default bench/results/verify_speed.json (verify_speed_release.json with --release)")
     args = parser.parse_args(argv)
+    if args.release:
+        result = release_speed(Path(args.release), args.workers, Path(args.out or "bench/results/verify_speed_release.json"))
+        print(f"{result['answers']} answers at {WIDTH} px scored in {result['wall_s']} s on {args.workers} workers "
+              f"({result['ms_per_answer']} ms each, reading the rows {result['reading_rows_s']} s; "
+              f"{result['serial_ms_per_answer']} ms each one by one in one process); {result['accepted']} accepted; "
+              f"{RELEASE_ANSWERS} answers ≈ {result[f'projected_{RELEASE_ANSWERS}_answers_s']} s "
+              f"({result[f'projected_{RELEASE_ANSWERS}_answers_from_serial_s']} s from the one-by-one cost) "
+              f"against the {TARGET_S:.0f} s target")
+        return 0 if result["within_target"] and result["accepted"] == result["answers"] else 1
+    args.out = args.out or "bench/results/verify_speed.json"
     report: dict = {"width": WIDTH, "puzzles_per_difficulty": args.puzzles, "with_puzzle": args.with_puzzle, "tasks": {}}
     totals: dict[str, list[float]] = {"aligned": [], "shifted": []}
     registering: dict[str, list[float]] = {"aligned": [], "shifted": []}

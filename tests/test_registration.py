@@ -49,8 +49,7 @@ def test_every_task_reads_distorted_answers(task):
 @pytest.mark.parametrize("task", TASKS)
 def test_every_distortion_keeps_solutions_and_rejects_distractors(task):
     """The benchmark's whole grid: every distractor rejected; each solution accepted at two of the
-    three difficulties at least (a 5 % crop with degradation cuts part of the hard maze's grid and
-    of an unknot frame off the picture: the README's table shows those cells)."""
+    three difficulties at least (the README's table shows the cells below 100 %)."""
     accepted = dict.fromkeys(DISTORTIONS, 0)
     for difficulty in ("easy", "medium", "hard"):
         spec, puzzle, solution, distractors = drawn(task, difficulty)

@@ -149,9 +149,9 @@ def test_config_validation():
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
 # drawing or encoding changes these.
 SNAPSHOTS = {
-    "easy": "6d69f6407ca79d7dbc575ddd486ed90f7d306e0a71a39265dcaeff31c5bd6707",
-    "medium": "aac1d85096c4ca4a7c9927b4fbfe78375c7cdd4fdf639875c1a80b6e1dc67c84",
-    "hard": "5de98e73d5c39f87af6db04f3c3a9da58a6f4a03d1497b020bfa7e23a5745c31",
+    "easy": "525575b5bf9266f0b2d5bd72cd001956dc9bc9cb3835dd5af7a91f1ae21fee48",
+    "medium": "b5098b0d795a216a7574363aaf2aac4bc62e4f3bbfc074a724e5c710e4dff01b",
+    "hard": "cf3f40251045ecd7a47dc61b0cbe85d53f0ff3ccefc7331108ce4057ebad8cf0",
 }
 
 

@@ -23,6 +23,10 @@ from vrforge.verifiers.sampling import hex_to_rgb, load_for_layout, nearest_pale
 
 CHECKS = ("missing_start", "wrong_exit", "disconnected", "branching", "wall_breach", "portal_skip")
 MIN_CELL_PX = 4.0
+# A sample whose channels spread this much holds a colour: a thin path blurred or shrunk into
+# the white around it gives a pale blue that lies nearer the grey chevron than the path colour,
+# and no blend of white and the greys (walls, chevron) is that colourful.
+VIVID_SPREAD = 60
 
 Node = tuple[int, int, int]  # (layer, row, col)
 
@@ -109,10 +113,17 @@ def read_drawing(meta: Mapping[str, Any], image: np.ndarray) -> tuple[set[Node],
     cell_px = layout["cell"] * min(width / layout["width"], height / layout["height"])
     radius = max(1, int(cell_px * 0.08))
     nodes, links, points = sample_grid(meta)
-    colours = list(palette.values()) + [p["colour"] for p in meta["portals"]]
+    colours = [hex_to_rgb(c) for c in list(palette.values()) + [p["colour"] for p in meta["portals"]]]
     path_index = list(palette).index("path")
     samples = sample_colours(image, points, radius)
-    is_path = nearest_palette(samples, [hex_to_rgb(c) for c in colours]) == path_index
+    is_path = nearest_palette(samples, colours) == path_index
+    # A colourful sample is read among the colours that are not greys (white stays a choice).
+    names = list(palette) + ["portal"] * len(meta["portals"])
+    choices = [i for i, name in enumerate(names) if name not in ("wall", "chevron")]
+    vivid = np.flatnonzero(samples.max(axis=1) - samples.min(axis=1) >= VIVID_SPREAD)
+    if len(vivid):
+        nearest = nearest_palette(samples[vivid], [colours[i] for i in choices])
+        is_path[vivid] = np.asarray(choices)[nearest] == path_index
     # The route ends on the start and end squares, where a thin line over a saturated marker
     # blurs into a third colour after JPEG: there only "path or marker" is a sensible reading.
     for marker in ("start", "end"):

@@ -22,6 +22,7 @@ pruning leave portal discs covered: an uncovered disc adds a colour the solution
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections import Counter, deque
 from collections.abc import Sequence
@@ -38,7 +39,8 @@ from vrforge.verifiers import maze as maze_verifier
 
 VERSION = "1.2.0"
 CELL = 20  # SVG units per cell
-MARGIN = 16
+MARGIN = 16  # the least margin, for small mazes
+EDGE_SHARE = 0.055  # of each dimension kept clear on every side: a 5 % crop of any side keeps the whole maze
 GAP = 40  # between layers, room for the chevron
 WALL_WIDTH = 0.12 * CELL
 PATH_WIDTH = 0.42 * CELL
@@ -214,10 +216,16 @@ def generate(config: MazeConfig, rng: np.random.Generator) -> Puzzle:
     )
 
 
+def _margin(inner: float) -> int:
+    """The margin beside ``inner`` SVG units of maze that leaves EDGE_SHARE of the picture's
+    dimension clear outside the outer walls' ink (half a wall wider than the grid)."""
+    return max(MARGIN, math.ceil((EDGE_SHARE * inner + WALL_WIDTH / 2) / (1 - 2 * EDGE_SHARE)))
+
+
 def _meta(config: MazeConfig, layers: list[Layer], start: Cell, ends: list[Cell]) -> dict:
     n = config.size
-    width = 2 * MARGIN + config.layers * n * CELL + (config.layers - 1) * GAP
-    height = 2 * MARGIN + n * CELL
+    inner_width = config.layers * n * CELL + (config.layers - 1) * GAP
+    margin_x, margin_y = _margin(inner_width), _margin(n * CELL)
     portals = [
         {"layers": [index, index + 1], "cell": list(ends[index]), "colour": PORTAL_COLOURS[index]}
         for index in range(config.layers - 1)
@@ -232,10 +240,10 @@ def _meta(config: MazeConfig, layers: list[Layer], start: Cell, ends: list[Cell]
         "end": [config.layers - 1, *ends[-1]],
         "portals": portals,
         "layout": {
-            "width": width,
-            "height": height,
+            "width": inner_width + 2 * margin_x,
+            "height": n * CELL + 2 * margin_y,
             "cell": CELL,
-            "origins": [[MARGIN + index * (n * CELL + GAP), MARGIN] for index in range(config.layers)],
+            "origins": [[margin_x + index * (n * CELL + GAP), margin_y] for index in range(config.layers)],
         },
         "palette": dict(PALETTE),
     }

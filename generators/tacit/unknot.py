@@ -48,6 +48,7 @@ while the walk and the layout run, so the same seed gives the same SVG in any pr
 from __future__ import annotations
 
 import contextlib
+import math
 import random
 import time
 from dataclasses import dataclass
@@ -60,9 +61,10 @@ from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import unknot as unknot_verifier
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 CELL = 200.0  # SVG units per diagram cell
-MARGIN = 8.0
+MARGIN = 8.0  # the least margin
+EDGE_SHARE = 0.055  # of each dimension kept clear on every side: a 5 % crop of any side keeps every frame
 FRAME_WIDTH = 8.0
 FRAME_INSET = 7.0  # frame line centre, from the cell edge
 DIAGRAM_INSET = 22.0  # knot drawing box, from the cell edge
@@ -380,15 +382,23 @@ def _smooth_diagram(layout: tuple[list[tuple[float, float]], list[tuple[int, int
 
 def _grid(config: UnknotConfig) -> tuple[float, float, list[list[float]]]:
     rows = -(-config.diagrams // config.columns)
-    width = 2 * MARGIN + config.columns * CELL
-    height = 2 * MARGIN + rows * CELL
+    margin_x, margin_y = _margin(config.columns * CELL), _margin(rows * CELL)
+    width = 2 * margin_x + config.columns * CELL
+    height = 2 * margin_y + rows * CELL
     cells = []
     for index in range(config.diagrams):
         row, col = divmod(index, config.columns)
         in_row = min(config.columns, config.diagrams - row * config.columns)
         shift = (config.columns - in_row) * CELL / 2  # centre a short last row
-        cells.append([MARGIN + shift + col * CELL, MARGIN + row * CELL, CELL])
+        cells.append([margin_x + shift + col * CELL, margin_y + row * CELL, CELL])
     return width, height, cells
+
+
+def _margin(inner: float) -> float:
+    """The margin beside ``inner`` SVG units of cells that leaves EDGE_SHARE of the picture's
+    dimension clear outside a frame's ink (which lies inside its cell)."""
+    frame_outside = FRAME_INSET - FRAME_WIDTH / 2
+    return max(MARGIN, float(math.ceil((EDGE_SHARE * inner - frame_outside) / (1 - 2 * EDGE_SHARE))))
 
 
 # The eight symmetries of the square: each slot shows the shared shadow turned or reflected.
