@@ -1,4 +1,4 @@
-"""SVG -> PNG: walk each SVG once, rasterise it at every requested width, encode.
+"""SVG -> PNG: parse each SVG once, rasterise it at every requested width, encode.
 
 cairosvg interprets the SVG and cairo rasterises it: cairo's software rasteriser gives the
 same pixels on every run and machine. Images with at most 256 well-separated colours are
@@ -24,6 +24,7 @@ import numpy as np
 from PIL import Image
 from zlib_ng import zlib_ng
 
+RECORDING_WIDTH = 4096  # release widths are replayed from one recording at this width
 CRISP_FROM = 2048  # images at least this wide are rendered without anti-aliasing (see rasterise_images)
 
 # Exact palette PNGs are 2-4x smaller and several times faster to write and read than RGB.
@@ -48,9 +49,8 @@ def rasterise_images(svg: str | bytes, widths: Iterable[int]) -> dict[int, Image
     """Render ``svg`` at each width; returns Pillow images on white: palette ("P") images for
     crisp drawings, RGB otherwise (``convert("RGB")`` for pixels; ``encode_png`` writes either).
 
-    cairosvg walks the SVG once (its per-element Python work is most of the cost at small
-    sizes) into a cairo recording surface at the SVG's own size; cairo replays the recorded
-    vector commands at each width. A width's pixels never depend on which other widths were
+    The SVG is parsed once and drawn at each width where cairosvg's own ``output_width``
+    render puts every stroke (see ``_drawn``). A width's pixels never depend on which other widths were
     asked for, so a verifier's reference render matches the build's image exactly.
 
     From ``CRISP_FROM`` px up every drawing is rendered without anti-aliasing: a one-pixel
@@ -68,7 +68,7 @@ def rasterise_images(svg: str | bytes, widths: Iterable[int]) -> dict[int, Image
     for source, chosen in passes:
         if chosen:
             colours = _drawing_colours(source) if _is_crisp(source) and b"opacity" not in source else None
-            out |= _replayed(source, chosen, functools.partial(_published, colours=colours))
+            out |= _drawn(source, chosen, functools.partial(_published, colours=colours))
     return {width: out[width] for width in widths}
 
 
@@ -81,35 +81,59 @@ def _crisp(svg: bytes) -> bytes:
 
 def raw_rasters(svg: bytes, widths: Iterable[int]) -> dict[int, Image.Image]:
     """cairo's RGB rasters of ``svg`` at each width, before the palette step."""
-    return _replayed(svg, widths, _rgb)
+    return _drawn(svg, widths, _rgb)
 
 
-def _replayed(svg: bytes, widths: Iterable[int],
-              take: Callable[[cairocffi.ImageSurface, tuple[int, int]], Image.Image]) -> dict[int, Image.Image]:
-    """Walk ``svg`` once into a recording, replay it on white at each width and ``take`` the
-    pixels (an image that owns them: the surface is drawn over by the next replay)."""
-    recording = _RecordingSurface(cairosvg.parser.Tree(bytestring=svg), None, 96)
-    natural_width, natural_height = recording.natural_size
+def _drawn(svg: bytes, widths: Iterable[int],
+          take: Callable[[cairocffi.ImageSurface, tuple[int, int]], Image.Image]) -> dict[int, Image.Image]:
+    """Parse ``svg`` once and rasterise it on white at each width, then ``take`` the pixels (an
+    image that owns them: the surface is drawn over by the next picture).
+
+    A width that divides RECORDING_WIDTH by a power of two (512, 1024, 2048: every release
+    width) is replayed from one cairo recording of the drawing at RECORDING_WIDTH, so cairosvg
+    walks the SVG once for all of them; any other width is drawn by cairosvg directly. cairo
+    rounds a replay's scale to 1/1024, which is exact only for these ratios: replaying at other
+    scales moved strokes by up to 1.7 px at 1024 px. Either way a width's pixels depend only
+    on the width."""
+    tree = cairosvg.parser.Tree(bytestring=svg)
+    recording: _RecordingSurface | None = None
     out: dict[int, Image.Image] = {}
     for width in widths:
-        height = int(round(natural_height * width / natural_width))  # as cairosvg sizes an output_width render
-        surface = _surface(width, height)
-        context = cairocffi.Context(surface)
-        context.set_source_rgb(1, 1, 1)
-        context.paint()
-        context.scale(width / natural_width, width / natural_width)
-        context.set_source_surface(recording.cairo)
-        context.paint()
+        ratio = RECORDING_WIDTH // width if RECORDING_WIDTH % width == 0 else 0
+        if ratio and ratio & (ratio - 1) == 0:
+            if recording is None:
+                recording = _RecordingSurface(tree, None, 96, output_width=RECORDING_WIDTH)
+            natural_width, natural_height = recording.natural_size
+            height = int(round(natural_height * width / natural_width))  # as cairosvg sizes an output_width render
+            surface = _white_surface(width, height)
+            context = cairocffi.Context(surface)
+            context.scale(1 / ratio, 1 / ratio)
+            context.set_source_surface(recording.cairo)
+            context.paint()
+            size = (width, height)
+        else:
+            drawn = _DirectSurface(tree, None, 96, output_width=width)
+            surface, size = drawn.cairo, (drawn.width, drawn.height)
         surface.flush()
-        out[width] = take(surface, (width, height))
-    recording.finish()
+        out[width] = take(surface, size)
+    if recording is not None:
+        recording.finish()
     return out
 
 
 # One surface per width and thread, painted over for every picture: a fresh 19 MB surface
-# costs more in page faults than the replay that fills it.
+# costs more in page faults than the drawing that fills it.
 _KEPT = threading.local()
 MAX_KEPT_SURFACE_PIXELS = 8_000_000
+
+
+def _white_surface(width: int, height: int) -> cairocffi.ImageSurface:
+    """This thread's kept surface of the size, painted white."""
+    surface = _surface(width, height)
+    context = cairocffi.Context(surface)
+    context.set_source_rgb(1, 1, 1)
+    context.paint()
+    return surface
 
 
 def _surface(width: int, height: int) -> cairocffi.ImageSurface:
@@ -136,6 +160,14 @@ class _RecordingSurface(cairosvg.surface.PNGSurface):
     def _create_surface(self, width: float, height: float) -> tuple[cairocffi.RecordingSurface, float, float]:
         self.natural_size = (width, height)
         return cairocffi.RecordingSurface(cairocffi.CONTENT_COLOR_ALPHA, None), width, height
+
+
+class _DirectSurface(cairosvg.surface.PNGSurface):
+    """cairosvg drawing straight onto this thread's kept surface of the size, on white."""
+
+    def _create_surface(self, width: float, height: float) -> tuple[cairocffi.ImageSurface, int, int]:
+        width, height = int(round(width)), int(round(height))
+        return _white_surface(width, height), width, height
 
 
 @lru_cache(maxsize=32)
