@@ -35,7 +35,7 @@ from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import graph_coloring as verifier
 
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 WIDTH = 400.0
 GRAPH_BOX = (34.0, 34.0, 366.0, 366.0)
 SWATCH_SIZE = 36.0
@@ -47,6 +47,7 @@ EDGE_WIDTH = 3.0
 OUTLINE_WIDTH = 2.5
 RARE_FAULT = 0.05  # chance that an answer offers a blank node, and an off-palette one
 GRAPH_TRIES = 60
+PAD = 12.0  # added on every side: nodes and swatches keep 5.5 % of each dimension clear, so a 5 % crop cuts none
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def _meta(config: ColoringConfig, pos: list[gc.Point], edges: list[gc.Edge], pal
     k = len(palette)
     total = k * SWATCH_SIZE + (k - 1) * SWATCH_GAP
     x0 = WIDTH / 2 - total / 2 + SWATCH_SIZE / 2
-    swatches = [[round(x0 + i * (SWATCH_SIZE + SWATCH_GAP), 2), SWATCH_Y] for i in range(k)]
+    swatches = [[round(PAD + x0 + i * (SWATCH_SIZE + SWATCH_GAP), 2), PAD + SWATCH_Y] for i in range(k)]
     return {
         "task": "graph_coloring",
         "colours": config.colours,
@@ -166,10 +167,10 @@ def _meta(config: ColoringConfig, pos: list[gc.Point], edges: list[gc.Edge], pal
         "uncoloured": gc.UNCOLOURED,
         "off_palette": off_palette,
         "layout": {
-            "width": WIDTH,
-            "height": HEIGHT,
+            "width": WIDTH + 2 * PAD,
+            "height": HEIGHT + 2 * PAD,
             "node_radius": NODE_RADIUS,
-            "nodes": [list(p) for p in pos],
+            "nodes": [[x + PAD, y + PAD] for x, y in pos],
             "swatches": swatches,
             "swatch_size": SWATCH_SIZE,
         },
