@@ -22,9 +22,9 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 # sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
 SNAPSHOTS = {
-    "easy": "68fabcc40fa23929bbc963882b2f35ceb86fd3aef877d7713c49009fee3d89a8",
-    "medium": "36363380a5ad0d8ffff0724e9013596fd7feb5a3a7c92c664325ee8532e29e6a",
-    "hard": "001bac3f90c8549cdc84652748af4edfad863aefe03bdd5adeabaa2567df7090",
+    "easy": "6b5385b5696485d2ed616b67c4003c91053225ae4816b366fd5e7131d878ab1f",
+    "medium": "e1c56712ef3dfa9d39491b51ebec95644ab844e9f8cd8c1895a80f3b88dc7957",
+    "hard": "c715453552f995090b3cbf3182c9a408b31cb599bb348861e258dae1102e7dfd",
 }
 
 

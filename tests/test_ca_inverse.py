@@ -21,9 +21,9 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 # sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
 SNAPSHOTS = {
-    "easy": "424552c751a2160e3a94eefba487265596baf0ded89c1ae91f6769054fb302f8",
-    "medium": "cc297dff8d2a4a3c5dec747f8389dc5d40ffd1197d999ba218b5df7510f57c83",
-    "hard": "ed6badec82b42fcc67d7151b1064cae684fc512c048b0838ac142f4df11159a0",
+    "easy": "053745b06719c6476419691f6a08888fbf9cefac8b9a4426dbe0bd3e90ae8b5d",
+    "medium": "116307e1af23c81aee12342f2072786f6d4fb31cf62512043e3dacf2983102d9",
+    "hard": "6b36d01309b1ececc47b48f4defc33176437b38f74221a15fbd61ff00de77256",
 }
 
 

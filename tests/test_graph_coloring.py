@@ -244,14 +244,15 @@ def test_options_form_a_star_of_single_recolourings():
 def test_off_palette_grey_adds_no_colour_to_the_picture(puzzle):
     fills = list(puzzle.solution)
     fills[0] = gc.OFF_PALETTE_FILL
-    assert colour_count(render(puzzle.meta, fills)) == colour_count(render(puzzle.meta, puzzle.solution))
+    # No new colour (an anti-aliasing bin of the replaced colour may drop under the count's share)
+    assert colour_count(render(puzzle.meta, fills)) <= colour_count(render(puzzle.meta, puzzle.solution))
     assert verifier.verify(puzzle.meta, render(puzzle.meta, fills)).failed == ["off_palette"]
 
 
 SNAPSHOTS = {
-    "easy": "58455f6cea74cafa401f5a0089c7587421b5853a92e26a9d7a2a27b78e8fca2e",
-    "medium": "35c09f0a1d28e0513c6741a26073589a9b3f4c5736fa749ea87965599e317ebe",
-    "hard": "f5cc96dcf3144c745a31932c135b7dbe98277a47ec3c183a00d2b8332b6dcd39",
+    "easy": "ee2222a90250aea8330c0e74f071a29c1370120ef997f4d53e6aa911eb75e25d",
+    "medium": "9fbe5c746906676e7baf851fc329ec36977522b070c2347c6e60894705fde47a",
+    "hard": "1621f19bc8cb1ec62f6e4151e71fafe88145b0813fb86b9101b2a0777f078a0a",
 }
 
 

@@ -284,9 +284,9 @@ def test_off_palette_grey_adds_no_colour_to_the_picture(puzzle):
 
 
 SNAPSHOTS = {
-    "easy": "1eecd3754844ce08ba689176c4aa2fbff0548538844025eced4939f8a9b95879",
-    "medium": "c983e8381bde98aa802d4cdbaacc858fe942306e2277e63d5825011f08f8a769",
-    "hard": "6e961b3ae72ae5492a61015894b28cdabc64b8b4d83398a2f46718795e9f4495",
+    "easy": "6fdc80a9328f5f3ef5f5ac3531157e77b2df53c172b5982608fac3b535e0251f",
+    "medium": "61e8620b545b83941a3ef3fffeedd7c6070552ad163870a9ac9beb9da46f20ab",
+    "hard": "86f21df99c9dfab9842d5e96e6b328e711e2c39042d656db5c4bc41784b921ce",
 }
 
 

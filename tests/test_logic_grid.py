@@ -24,9 +24,9 @@ RESOLUTIONS = (512, 1024, 2048)
 DIFFICULTIES = ("easy", "medium", "hard")
 # sha256 of the 512 px solution PNG for item_rng(0), per difficulty (crisp rendering: exact pixels).
 SNAPSHOTS = {
-    "easy": "5f0692f94a0cd444c248c23661950ff3673ffd6f7f624ce42df90ceb68a1e2ec",
-    "medium": "901e134c090af5d17b98ee2655624ff9f212b70564691c4f4e598cad2a6d2546",
-    "hard": "75039f107a10467edf2ffa286d97fb038c7de8242bf5b41db05fcc89cd3bd0ed",
+    "easy": "7a6c085d656576c73f9896c19eb85fdf5d0fea159769d72bb0008daa84da53b9",
+    "medium": "c2d8ef0bc0aa1896bbdab23085e890f7d7e3cfcc98ef9446c65a27e9ef2877cc",
+    "hard": "5232f93337f152d726a107fb0676b6fbd0fcc58db1a4f626f3d86abb9548ba1b",
 }
 # sha256 of the JSON of (answer index, violations, distractor grids) for item_rng(0).
 OPTION_SNAPSHOTS = {

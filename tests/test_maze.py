@@ -177,9 +177,9 @@ def test_generation_is_deterministic():
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
 # drawing or encoding changes these.
 SNAPSHOTS = {
-    "easy": "a465e10c22ef01980bba3147e44ef2c94fcf3018999754e684db7c56e0cbbb45",
-    "medium": "8607ed4d44566bf9e9d9460ed4c32f61ab23a98bca3098dff56e9acdc1245e68",
-    "hard": "13c900b84c001382e79a6f6d607dbdffa1c6eeae946e397587c925e7aefacd8f",
+    "easy": "9cc96043eadbecb509f11afff33dca02719369630087cba164d87b647000d694",
+    "medium": "1a895575f44999353b997196e1c9ddd54e7357473dc88e923500446c4357fbf1",
+    "hard": "3c11de0894e7f287404aac24072e2c3910b1e89393f61171a07632050a8cae1b",
 }
 
 

@@ -149,9 +149,9 @@ def test_config_validation():
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
 # drawing or encoding changes these.
 SNAPSHOTS = {
-    "easy": "525575b5bf9266f0b2d5bd72cd001956dc9bc9cb3835dd5af7a91f1ae21fee48",
-    "medium": "b5098b0d795a216a7574363aaf2aac4bc62e4f3bbfc074a724e5c710e4dff01b",
-    "hard": "cf3f40251045ecd7a47dc61b0cbe85d53f0ff3ccefc7331108ce4057ebad8cf0",
+    "easy": "01d426150f15dfb92e445a3f81a1a9ec41cde0bf2475219e0a93c06a5bd6fa70",
+    "medium": "8edd3e772e909c2206f077888edc437b70f01d6bfa0a018adfd9ecf13c201350",
+    "hard": "0a578b83512237c136872382acce50fe275670ab2716723b3349c8c3772623d8",
 }
 
 
