@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from vrforge.generators.tacit import _option_set
+from vrforge.pickers import gate_figures, option_features
 from vrforge.seeding import item_rng
 
 
@@ -71,3 +72,87 @@ def test_identical_options_are_never_chosen():
         assert 0 not in chosen and not {1, 2} <= set(chosen)
     with pytest.raises(ValueError, match="distinct options"):
         _option_set.choose(np.stack([vectors[0]] * 5), ["a"] * 4, item_rng(0))
+
+
+# ---------------------------------------------------------------- the star chooser
+
+CELLS = 48
+
+
+def flips(state: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
+    """A symmetric toy task: 20 variants of any binary answer, each flipping 1-3 cells (the
+    reverse of a flip is a flip), seeded by the state so a state's variants never change."""
+    rng = np.random.default_rng(int.from_bytes(bytes(state), "little") % 2**63)
+    out = []
+    for k in range(20):
+        cells = rng.choice(CELLS, 1 + k % 3, replace=False)
+        out.append((("one", "two", "three")[k % 3], tuple(1 - v if i in cells else v for i, v in enumerate(state))))
+    return out
+
+
+def grey(state: tuple[int, ...]) -> np.ndarray:
+    return 255.0 - 155.0 * np.asarray(state, dtype=np.float64)
+
+
+def toy_solution(seed: int) -> tuple[int, ...]:
+    return tuple(int(v) for v in item_rng(seed).integers(0, 2, CELLS))
+
+
+def test_choose_star_is_seeded_and_returns_four_distinct_wrong_answers():
+    solution = toy_solution(1)
+    chosen = _option_set.choose_star(solution, flips, grey, item_rng(7))
+    assert chosen == _option_set.choose_star(solution, flips, grey, item_rng(7))
+    states = [state for _, state in chosen]
+    assert len(set(states)) == 4 and solution not in states
+
+
+def test_the_solution_is_the_centre_about_one_time_in_five():
+    """The centre is the option every other one is a variant of: the solution when all four
+    distractors are its own variants, otherwise the one distractor the other three come from."""
+    centred = 0
+    for seed in range(300):
+        solution = toy_solution(seed)
+        first = {state for _, state in flips(solution)}
+        chosen = [state for _, state in _option_set.choose_star(solution, flips, grey, item_rng(seed))]
+        centred += all(state in first for state in chosen)
+    assert 0.12 <= centred / 300 <= 0.28
+
+
+def test_on_a_symmetric_task_the_learned_probe_stays_near_chance():
+    """Option sets of the toy task drawn as pictures: the probe of the audit finds the solution
+    of a one-edit star almost always and of the star chooser's sets about by chance."""
+    def figures(star: bool) -> dict[str, float]:
+        features, answers = [], []
+        for seed in range(400):
+            rng = item_rng(seed)
+            solution = toy_solution(1000 + seed)
+            if star:
+                chosen = _option_set.choose_star(solution, flips, grey, rng)
+            else:  # the old way: four variants of the solution
+                first = flips(solution)
+                chosen = [first[i] for i in rng.choice(len(first), 4, replace=False)]
+            options = [grey(solution), *(grey(state) for _, state in chosen)]
+            answer = int(rng.integers(5))
+            options.insert(answer, options.pop(0))
+            pictures = [np.repeat(np.repeat(o.reshape(6, 8), 8, 0), 8, 1).astype(np.uint8)[..., None].repeat(3, 2)
+                        for o in options]
+            features.append(option_features(pictures))
+            answers.append(answer)
+        return gate_figures(np.stack(features), answers, with_puzzle=False)
+
+    assert figures(star=False)["probe"] >= 0.6
+    fair = figures(star=True)
+    assert all(value <= 0.28 for value in fair.values()), fair
+
+
+def test_the_solution_stays_the_centre_when_no_distractor_has_enough_variants():
+    def few(state: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
+        return flips(state)[:6] if state == solution else flips(state)[:2]
+
+    solution = toy_solution(3)
+    first = {state for _, state in flips(solution)[:6]}
+    for seed in range(20):
+        chosen = [state for _, state in _option_set.choose_star(solution, few, grey, item_rng(seed))]
+        assert set(chosen) <= first
+    with pytest.raises(ValueError, match="distinct variants"):
+        _option_set.choose_star(solution, lambda state: flips(state)[:1], grey, item_rng(0))

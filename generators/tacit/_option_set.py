@@ -169,14 +169,16 @@ def choose(vectors: np.ndarray, kinds: Sequence[str], rng: np.random.Generator, 
     return [int(i) for i in rng.permutation(chosen)]
 
 
-def _pick_leaves(kinds: Sequence[str], count: int, rng: np.random.Generator) -> list[int]:
-    """``count`` indices drawn at random, different violations first: a rule on the kinds
-    alone, which looks at no option's picture, so it favours no option."""
+def _pick_leaves(kinds: Sequence[str], count: int, rng: np.random.Generator, taken: str | None = None) -> list[int]:
+    """``count`` indices drawn at random, different violations first, ``taken`` counting as
+    already drawn: a rule on the kinds alone, which looks at no option's picture."""
     order = rng.permutation(len(kinds)).tolist()
     picked: list[int] = []
+    used = {taken} if taken is not None else set()
     for i in order:
-        if len(picked) < count and kinds[i] not in {kinds[j] for j in picked}:
+        if len(picked) < count and kinds[i] not in used:
             picked.append(i)
+            used.add(kinds[i])
     picked += [i for i in order if i not in picked][: count - len(picked)]
     return picked
 
@@ -209,7 +211,8 @@ def choose_star(solution: State, variants: Callable[[State], Sequence[tuple[str,
     with probability 1/(count + 1) the solution, with ``count`` of its variants around it;
     otherwise a random variant of the solution, with the solution (one edit back) and
     ``count - 1`` variants of that distractor around it. The options around the centre are
-    drawn at random (different violations first), never by their pictures: a choice that
+    drawn at random, different violations first (the solution counting as a variant of the
+    centre's own kind, since it undoes that edit), never by their pictures: a choice that
     looked at the solution's ink or distances would itself mark the solution. The set is fair
     when the task's variants are symmetric, so that undoing an edit looks like making one."""
     solution_vector = np.asarray(stand_in(solution), dtype=np.float64)
@@ -218,7 +221,9 @@ def choose_star(solution: State, variants: Callable[[State], Sequence[tuple[str,
         for index in rng.permutation(len(first))[:CENTRE_TRIES].tolist():
             leaves, _ = _distinct(variants(first[index][1]), stand_in, [solution_vector, first_vectors[index]])
             if len(leaves) >= count - 1:
-                picked = [first[index], *(leaves[i] for i in _pick_leaves([k for k, _ in leaves], count - 1, rng))]
+                # The solution stands for the undone edit, of the centre's kind, among the leaves.
+                tails = _pick_leaves([k for k, _ in leaves], count - 1, rng, taken=first[index][0])
+                picked = [first[index], *(leaves[i] for i in tails)]
                 return [picked[i] for i in rng.permutation(count).tolist()]
     if len(first) < count:
         raise ValueError(f"only {len(first)} distinct variants of the solution")
