@@ -8,13 +8,14 @@ the verifier reads the drawn solid back from the isometric lattice and accepts e
 whose views match (see verifiers/iso_reconstruction.py), not only the reference drawing.
 
 The reference solid is drawn unambiguously (the shared solver finds exactly one solid in
-its drawing). Distractors are solids that get exactly one view wrong: they come from a
-random walk of single-column edits (raise, lower, add or remove a column) that starts at
-the reference and also continues from earlier distractors, so distractors share edits; a
-candidate is kept when the verifier's own judge, run on its drawing, fails exactly one
-check. The walk lowers more often than it raises: a raised column almost always adds ink,
-and without lighter candidates the solution would be the option with the least ink. The
-four are chosen by the shared policy of ``_option_set`` from the triangles' grey levels.
+its drawing). Distractors are solids that get exactly one view wrong. The near misses of a
+solid (the solution or a distractor) are the connected solids one edit away (a column set
+to another height, so cubes or a whole column added or removed, or the top cube of a column
+moved onto another) whose drawing the verifier's own judge fails on exactly one view. They
+are balanced: every edit that adds ink is paired with one that removes about as much, so
+undoing an edit looks like making one. The four distractors are a star of near misses
+chosen by ``_option_set.choose_star``: one time in five around the solution, otherwise
+around one of its near misses, with the solution (one edit back) among the options.
 """
 
 from __future__ import annotations
@@ -34,10 +35,8 @@ from vrforge.verifiers import iso_reconstruction as verifier
 from vrforge.verifiers.sampling import hex_luminance
 from vrforge.verifiers.voxels import EMPTY, VIEWS, is_connected, lattice, projections, render
 
-VERSION = "1.1.0"
-WALK_STEPS = 240
-POOL_TARGET = 14
-LOWER_SHARE = 0.9  # edits that lower a column: a raised column usually adds ink, a lowered one rarely removes much
+VERSION = "1.2.0"
+VARIANTS = 10  # near misses kept per answer: enough for a star, few enough to judge quickly
 STRICT_SSIM = 0.99999  # verify --strict: only a pixel-faithful drawing of the reference solid passes
 SSIM_MAX_WIDTH = 512  # larger answers are compared after the same box reduction of both images
 
@@ -57,6 +56,77 @@ def _grey_vector(n: int, labels: np.ndarray) -> np.ndarray:
     return grey[lat.sampled]
 
 
+Heights = list[list[int]]
+
+
+def _edits(heights: Heights) -> list[Heights]:
+    """Every solid one edit from ``heights``: a column set to another height (cubes added or
+    removed, a column added or taken away), or the top cube of a column moved onto another."""
+    n = len(heights)
+    cells = [(y, x) for y in range(n) for x in range(n)]
+    out = []
+    for y, x in cells:
+        for value in range(n + 1):
+            if value != heights[y][x]:
+                other = [row[:] for row in heights]
+                other[y][x] = value
+                out.append(other)
+    for ya, xa in cells:
+        for yb, xb in cells:
+            if (ya, xa) != (yb, xb) and heights[ya][xa] > 0 and heights[yb][xb] < n:
+                other = [row[:] for row in heights]
+                other[ya][xa] -= 1
+                other[yb][xb] += 1
+                out.append(other)
+    return out
+
+
+class _NearMisses:
+    """The near misses of any answer solid for one puzzle: connected solids one edit away whose
+    drawing the verifier's judge fails on exactly one view, balanced in ink (``balanced_edits``)."""
+
+    def __init__(self, meta: Mapping[str, Any], rng: np.random.Generator) -> None:
+        self.meta, self.rng, self.n = meta, rng, meta["size"]
+        self.labels: dict[str, np.ndarray] = {}
+        self.failed: dict[bytes, list[str]] = {}
+
+    def _labels(self, heights: Heights) -> np.ndarray:
+        key = str(heights)
+        if key not in self.labels:
+            self.labels[key] = render(heights)[0]
+        return self.labels[key]
+
+    def stand_in(self, heights: Heights) -> np.ndarray:
+        return _grey_vector(self.n, self._labels(heights))
+
+    def _judged(self, labels: np.ndarray) -> list[str]:
+        key = labels.tobytes()
+        if key not in self.failed:
+            checks, _ = verifier.judge(self.meta, labels)
+            self.failed[key] = [name for name, ok in checks.items() if not ok]
+        return self.failed[key]
+
+    def variants(self, heights: Heights) -> list[tuple[str, Heights]]:
+        views = self.meta["views"]
+        base = self.stand_in(heights)
+        seen = {self._labels(heights).tobytes()}
+        found: list[tuple[str, Heights, np.ndarray]] = []
+        for other in _edits(heights):
+            if not is_connected(other):
+                continue
+            drawn = projections(other)
+            wrong = [v for v in VIEWS if drawn[v] != views[v]]
+            if len(wrong) != 1:
+                continue
+            labels = self._labels(other)
+            if labels.tobytes() not in seen:
+                seen.add(labels.tobytes())
+                found.append((f"{wrong[0]}_mismatch", other, labels))
+        inks = [float((base - _grey_vector(self.n, labels)).sum()) for _, _, labels in found]
+        kept = _voxels.balanced_edits(inks, self.rng, lambda i: self._judged(found[i][2]) == [found[i][0]], VARIANTS)
+        return [(found[i][0], found[i][1]) for i in kept]
+
+
 def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     n = config.size
     heights = _voxels.drawable_solid(n, (config.min_columns, config.max_columns), rng)
@@ -71,44 +141,11 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
         "palette": dict(_voxels.PALETTE),
     }
 
-    pool: list[tuple[str, list[list[int]], np.ndarray]] = []
-    seen = {labels.tobytes()}
-    for _ in range(WALK_STEPS):
-        if len(pool) >= POOL_TARGET:
-            break
-        k = int(rng.integers(len(pool) + 1))
-        base = heights if k == 0 else pool[k - 1][1]
-        x, y = int(rng.integers(n)), int(rng.integers(n))
-        # Lower and raise equally often: distractors with less and with more ink than the solution.
-        old = base[y][x]
-        lower = old > 0 and (old == n or rng.random() < LOWER_SHARE)
-        new = int(rng.integers(old)) if lower else int(rng.integers(old + 1, n + 1))
-        candidate = [row[:] for row in base]
-        candidate[y][x] = new
-        if not is_connected(candidate):
-            continue
-        drawn = projections(candidate)
-        wrong = [v for v in VIEWS if drawn[v] != views[v]]
-        if len(wrong) != 1:
-            continue
-        cand_labels, _ = render(candidate)
-        if cand_labels.tobytes() in seen:
-            continue
-        checks, _ = verifier.judge(meta, cand_labels)
-        failed = [name for name, ok in checks.items() if not ok]
-        if failed != [f"{wrong[0]}_mismatch"]:
-            continue
-        seen.add(cand_labels.tobytes())
-        pool.append((failed[0], candidate, cand_labels))
-    if len(pool) < 4:
-        raise RejectedPuzzle("too few distractor solids")
-    vectors = np.asarray([_grey_vector(n, labels)] + [_grey_vector(n, lab) for _, _, lab in pool])
-    bare = _grey_vector(n, np.full_like(labels, EMPTY))
+    near = _NearMisses(meta, rng)
     try:
-        chosen = _option_set.choose(vectors, [name for name, _, _ in pool], rng, puzzle=bare)
+        chosen = _option_set.choose_star(heights, near.variants, near.stand_in, rng)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
-    distractors = [pool[i] for i in chosen]
 
     h = np.asarray(heights)
     stats = {
@@ -120,8 +157,8 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     return Puzzle(
         meta=meta,
         solution=heights,
-        distractors=tuple(candidate for _, candidate, _ in distractors),
-        violations=tuple(name for name, _, _ in distractors),
+        distractors=tuple(candidate for _, candidate in chosen),
+        violations=tuple(name for name, _ in chosen),
         answer_index=int(rng.integers(5)),
         stats=stats,
     )
