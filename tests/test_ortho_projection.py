@@ -10,6 +10,7 @@ import pytest
 from helpers import jpeg, noise, resized
 
 from vrforge.generators.tacit import _voxels
+from vrforge.generators.tacit import ortho_projection as generator
 from vrforge.pickers import pick_all, picker_accuracy
 from vrforge.registry import accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise
@@ -127,6 +128,37 @@ def test_each_violation_is_named():
         grid[0] = ("1" if grid[0][0] == "0" else "0") + grid[0][1:]
         checks = verifier.judge(p.meta, {**views, view: grid})
         assert [k for k, ok in checks.items() if not ok] == [f"{view}_view"]
+
+
+def _changed_view(a: dict, b: dict) -> str:
+    (view,) = [v for v in voxels.VIEWS if a[v] != b[v]]
+    return view
+
+
+def test_near_misses_fail_exactly_their_view_are_balanced_and_reversible(puzzle):
+    near = generator._NearMisses(puzzle.meta, np.random.default_rng(0))
+    for answer in (puzzle.solution, *puzzle.distractors):
+        found = near.variants(answer)
+        assert len(found) >= 4
+        base, inks = near.stand_in(answer), []
+        for name, option in found:
+            checks = verifier.judge(puzzle.meta, option)
+            assert [k for k, ok in checks.items() if not ok] == [name]
+            view = _changed_view(answer, option)
+            assert answer[view] in generator._grid_edits(view, option[view])  # the reverse mistake
+            inks.append(float((base - near.stand_in(option)).sum()))
+        # As many mistakes fill cells as empty them, so the solution (one mistake back) is no extreme.
+        assert sum(i > 0 for i in inks) == sum(i < 0 for i in inks)
+
+
+def test_distractors_form_a_star_around_one_option():
+    for index in range(6):
+        p = make("hard", index)
+        options = p.options()
+        # Some option (the solution or a distractor) is one mistake from every other one.
+        assert any(all(o is c or sum(o[v] != c[v] for v in voxels.VIEWS) == 1 and
+                       o[_changed_view(c, o)] in generator._grid_edits(_changed_view(c, o), c[_changed_view(c, o)])
+                       for o in options) for c in options)
 
 
 def test_blank_puzzle_and_noise_are_rejected(puzzle):

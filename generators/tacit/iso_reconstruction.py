@@ -66,8 +66,8 @@ def _edits(heights: Heights) -> list[Heights]:
     cells = [(y, x) for y in range(n) for x in range(n)]
     out = []
     for y, x in cells:
-        for value in range(n + 1):
-            if value != heights[y][x]:
+        for value in (heights[y][x] - 1, heights[y][x] + 1):
+            if 0 <= value <= n:
                 other = [row[:] for row in heights]
                 other[y][x] = value
                 out.append(other)
@@ -110,13 +110,14 @@ class _NearMisses:
         views = self.meta["views"]
         base = self.stand_in(heights)
         seen = {self._labels(heights).tobytes()}
+        own = [v for v in VIEWS if projections(heights)[v] != views[v]]
         found: list[tuple[str, Heights, np.ndarray]] = []
         for other in _edits(heights):
             if not is_connected(other):
                 continue
             drawn = projections(other)
             wrong = [v for v in VIEWS if drawn[v] != views[v]]
-            if len(wrong) != 1:
+            if len(wrong) != 1 or (own and wrong != own):
                 continue
             labels = self._labels(other)
             if labels.tobytes() not in seen:
