@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vrforge.generators.tacit import _option_set, _voxels
+from vrforge.generators.tacit import _option_set, _voxel_drawing, _voxels
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import ortho_projection as verifier
@@ -89,11 +89,19 @@ class _NearMisses:
 
     def __init__(self, meta: dict, rng: np.random.Generator) -> None:
         self.meta, self.rng = meta, rng
-        self.shade = {v: hex_luminance(_voxels.PALETTE[_voxels.VIEW_SHADE[v]]) for v in VIEWS}
+        n = meta["size"]
+        # The ground line under the front and side views hides part of their bottom row, so a
+        # cell there adds less ink than another: weigh each cell's ink by its visible share.
+        cell = meta["layout"]["grids"]["front"]["cell"]
+        hidden = (_voxel_drawing.GROUND_STROKE - _voxel_drawing.GRID_STROKE) / 2 / (cell - _voxel_drawing.GRID_STROKE)
+        visible = {v: np.ones((n, n)) for v in VIEWS}
+        for v in ("front", "side"):
+            visible[v][-1, :] = 1 - hidden
+        self.filled = {v: 255.0 - visible[v] * (255.0 - hex_luminance(_voxels.PALETTE[_voxels.VIEW_SHADE[v]])) for v in VIEWS}
 
     def stand_in(self, option: Views) -> np.ndarray:
         """The view cells' grey levels."""
-        return np.concatenate([np.where(_from_grid(option[v]).ravel(), self.shade[v], 255.0) for v in VIEWS])
+        return np.concatenate([np.where(_from_grid(option[v]), self.filled[v], 255.0).ravel() for v in VIEWS])
 
     def variants(self, option: Views) -> list[tuple[str, Views]]:
         found: list[tuple[str, Views]] = []
