@@ -9,13 +9,15 @@ whose views match (see verifiers/iso_reconstruction.py), not only the reference 
 
 The reference solid is drawn unambiguously (the shared solver finds exactly one solid in
 its drawing). Distractors are solids that get exactly one view wrong. The near misses of a
-solid (the solution or a distractor) are the connected solids one edit away (a column set
-to another height, so cubes or a whole column added or removed, or the top cube of a column
-moved onto another) whose drawing the verifier's own judge fails on exactly one view. They
-are balanced: every edit that adds ink is paired with one that removes about as much, so
-undoing an edit looks like making one. The four distractors are a star of near misses
-chosen by ``_option_set.choose_star``: one time in five around the solution, otherwise
-around one of its near misses, with the solution (one edit back) among the options.
+solid (the solution or a distractor) are the connected solids one edit away (a cube added
+to or taken from the top of a column, so a one-cube column added or taken away, or the top
+cube of a column moved onto another) whose drawing the verifier's own judge fails on exactly
+one view; a distractor's near misses keep its own view wrong (a near miss that mended it and
+broke another view would mostly undo its edit, and so sit next to the solution). They are
+balanced: every edit that adds ink is paired with one that removes about as much, so undoing
+an edit looks like making one. The four distractors are a star of near misses chosen by
+``_option_set.choose_star``: one time in five around the solution, otherwise around one of
+its near misses, with the solution (one edit back) among the options.
 """
 
 from __future__ import annotations
@@ -60,8 +62,8 @@ Heights = list[list[int]]
 
 
 def _edits(heights: Heights) -> list[Heights]:
-    """Every solid one edit from ``heights``: a column set to another height (cubes added or
-    removed, a column added or taken away), or the top cube of a column moved onto another."""
+    """Every solid one edit from ``heights``: a cube added to or taken from the top of a
+    column, or the top cube of a column moved onto another. Each edit's reverse is an edit."""
     n = len(heights)
     cells = [(y, x) for y in range(n) for x in range(n)]
     out = []
@@ -83,7 +85,8 @@ def _edits(heights: Heights) -> list[Heights]:
 
 class _NearMisses:
     """The near misses of any answer solid for one puzzle: connected solids one edit away whose
-    drawing the verifier's judge fails on exactly one view, balanced in ink (``balanced_edits``)."""
+    drawing the verifier's judge fails on exactly one view (a distractor's own view), balanced
+    in ink (``balanced_edits``)."""
 
     def __init__(self, meta: Mapping[str, Any], rng: np.random.Generator) -> None:
         self.meta, self.rng, self.n = meta, rng, meta["size"]
