@@ -59,39 +59,40 @@ def _grey_vector(n: int, labels: np.ndarray) -> np.ndarray:
 
 
 Heights = list[list[int]]
+CENTRE_LEAVES = 3  # near misses a distractor needs to be the centre of a set (``choose_star``)
 
 
-def _edits(heights: Heights) -> list[Heights]:
-    """Every solid one edit from ``heights``: a cube added to or taken from the top of a
-    column, or the top cube of a column moved onto another. Each edit's reverse is an edit."""
+def _edits(heights: Heights) -> np.ndarray:
+    """(K, n, n) every solid one edit from ``heights``: a cube added to or taken from the top
+    of a column, or the top cube of a column moved onto another. Each edit's reverse is an edit."""
+    flat = np.asarray(heights, dtype=np.int64).ravel()
     n = len(heights)
-    cells = [(y, x) for y in range(n) for x in range(n)]
-    out = []
-    for y, x in cells:
-        for value in (heights[y][x] - 1, heights[y][x] + 1):
-            if 0 <= value <= n:
-                other = [row[:] for row in heights]
-                other[y][x] = value
-                out.append(other)
-    for ya, xa in cells:
-        for yb, xb in cells:
-            if (ya, xa) != (yb, xb) and heights[ya][xa] > 0 and heights[yb][xb] < n:
-                other = [row[:] for row in heights]
-                other[ya][xa] -= 1
-                other[yb][xb] += 1
-                out.append(other)
-    return out
+    unit = np.eye(n * n, dtype=np.int64)
+    source, target = np.nonzero(~np.eye(n * n, dtype=bool))
+    out = np.concatenate([flat + unit, flat - unit, flat - unit[source] + unit[target]])
+    return out[((out >= 0) & (out <= n)).all(axis=1)].reshape(-1, n, n)
+
+
+def _wrong_views(solids: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """(K, 3) for each of the (K, n, n) ``solids``: which views (top, front, side) differ from
+    those of ``reference``."""
+    return np.stack([((solids > 0) != (reference > 0)).any(axis=(1, 2)),
+                     (solids.max(axis=1) != reference.max(axis=0)).any(axis=1),
+                     (solids.max(axis=2) != reference.max(axis=1)).any(axis=1)], axis=1)
 
 
 class _NearMisses:
     """The near misses of any answer solid for one puzzle: connected solids one edit away whose
     drawing the verifier's judge fails on exactly one view (a distractor's own view), balanced
-    in ink (``balanced_edits``)."""
+    in ink (``balanced_edits``). The solution's near misses are those that can each centre a
+    set (with enough near misses of their own), so that the solution centres it only by lot."""
 
     def __init__(self, meta: Mapping[str, Any], rng: np.random.Generator) -> None:
         self.meta, self.rng, self.n = meta, rng, meta["size"]
+        self.reference = np.asarray(meta["heights"], dtype=np.int64)  # its views are the puzzle's
         self.labels: dict[str, np.ndarray] = {}
         self.failed: dict[bytes, list[str]] = {}
+        self.found: dict[str, list[tuple[str, Heights]]] = {}
 
     def _labels(self, heights: Heights) -> np.ndarray:
         key = str(heights)
@@ -110,24 +111,32 @@ class _NearMisses:
         return self.failed[key]
 
     def variants(self, heights: Heights) -> list[tuple[str, Heights]]:
-        views = self.meta["views"]
+        key = str(heights)
+        if key not in self.found:  # kept: the set chooser asks again for what the solution's check drew
+            self.found[key] = self._variants(heights)
+        return self.found[key]
+
+    def _variants(self, heights: Heights) -> list[tuple[str, Heights]]:
+        own = _wrong_views(np.asarray([heights]), self.reference)[0]
+        solids = _edits(heights)
+        wrong = _wrong_views(solids, self.reference)
+        keep = (wrong.sum(axis=1) == 1) & (wrong[:, own].all(axis=1) if own.any() else True)
         base = self.stand_in(heights)
         seen = {self._labels(heights).tobytes()}
-        own = [v for v in VIEWS if projections(heights)[v] != views[v]]
         found: list[tuple[str, Heights, np.ndarray]] = []
-        for other in _edits(heights):
-            if not is_connected(other):
-                continue
-            drawn = projections(other)
-            wrong = [v for v in VIEWS if drawn[v] != views[v]]
-            if len(wrong) != 1 or (own and wrong != own):
-                continue
-            labels = self._labels(other)
-            if labels.tobytes() not in seen:
-                seen.add(labels.tobytes())
-                found.append((f"{wrong[0]}_mismatch", other, labels))
+        for solid, views in zip(solids[keep].tolist(), wrong[keep]):
+            if is_connected(solid):
+                labels = self._labels(solid)
+                if labels.tobytes() not in seen:
+                    seen.add(labels.tobytes())
+                    found.append((f"{VIEWS[int(np.argmax(views))]}_mismatch", solid, labels))
         inks = [float((base - _grey_vector(self.n, labels)).sum()) for _, _, labels in found]
-        kept = _voxels.balanced_edits(inks, self.rng, lambda i: self._judged(found[i][2]) == [found[i][0]], VARIANTS)
+
+        def accept(i: int) -> bool:
+            kind, solid, labels = found[i]
+            return self._judged(labels) == [kind] and (own.any() or len(self.variants(solid)) >= CENTRE_LEAVES)
+
+        kept = _voxels.balanced_edits(inks, self.rng, accept, VARIANTS)
         return [(found[i][0], found[i][1]) for i in kept]
 
 
