@@ -23,6 +23,7 @@ its near misses, with the solution (one edit back) among the options.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -46,20 +47,31 @@ SSIM_MAX_WIDTH = 512  # larger answers are compared after the same box reduction
 DIFFICULTIES = _voxels.VOXEL_DIFFICULTIES
 
 
-def _grey_vector(n: int, labels: np.ndarray) -> np.ndarray:
-    """Grey level of every triangle of the isometric panel: a stand-in for the option picture."""
+@cache
+def _empty_grey(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The grey level of every sampled triangle with no solid drawn (floor or background),
+    and the grey level of each label (EMPTY, TOP, LEFT, RIGHT; EMPTY's unused)."""
     lat = lattice(n)
     palette = _voxels.PALETTE
     floor = np.zeros(lat.size, dtype=bool)
     floor[[lat.index(x, y, t) for x in range(n) for y in range(n) for t in (0, 1)]] = True
-    grey = np.where(floor, hex_luminance(palette["floor"]), hex_luminance(palette["background"]))
+    empty = np.where(floor, hex_luminance(palette["floor"]), hex_luminance(palette["background"]))[lat.sampled]
+    shades = np.zeros(1 + max(_voxels.LABEL_KEY))
     for label, key in _voxels.LABEL_KEY.items():
-        grey = np.where(labels == label, hex_luminance(palette[key]), grey)
-    return grey[lat.sampled]
+        shades[label] = hex_luminance(palette[key])
+    return empty, shades
+
+
+def _grey_vector(n: int, labels: np.ndarray) -> np.ndarray:
+    """Grey level of every triangle of the isometric panel: a stand-in for the option picture."""
+    empty, shades = _empty_grey(n)
+    sampled = labels[lattice(n).sampled]
+    return np.where(sampled == EMPTY, empty, shades[sampled])
 
 
 Heights = list[list[int]]
 CENTRE_LEAVES = 3  # near misses a distractor needs to be the centre of a set (``choose_star``)
+SURELY_ENOUGH = 16  # a solid with this many one-edit solids failing one view has enough near misses
 
 
 def _edits(heights: Heights) -> np.ndarray:
@@ -116,6 +128,15 @@ class _NearMisses:
             self.found[key] = self._variants(heights)
         return self.found[key]
 
+    def _can_centre(self, heights: Heights) -> bool:
+        """Whether a distractor has enough near misses to centre a set: surely when it has many
+        candidate edits (the cheap count), otherwise by finding them."""
+        wrong = _wrong_views(_edits(heights), self.reference)
+        own = _wrong_views(np.asarray([heights]), self.reference)[0]
+        if ((wrong.sum(axis=1) == 1) & wrong[:, own].all(axis=1)).sum() >= SURELY_ENOUGH:
+            return True
+        return len(self.variants(heights)) >= CENTRE_LEAVES
+
     def _variants(self, heights: Heights) -> list[tuple[str, Heights]]:
         own = _wrong_views(np.asarray([heights]), self.reference)[0]
         solids = _edits(heights)
@@ -134,7 +155,7 @@ class _NearMisses:
 
         def accept(i: int) -> bool:
             kind, solid, labels = found[i]
-            return self._judged(labels) == [kind] and (own.any() or len(self.variants(solid)) >= CENTRE_LEAVES)
+            return self._judged(labels) == [kind] and (own.any() or self._can_centre(solid))
 
         kept = _voxels.balanced_edits(inks, self.rng, accept, VARIANTS)
         return [(found[i][0], found[i][1]) for i in kept]
@@ -155,6 +176,8 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     }
 
     near = _NearMisses(meta, rng)
+    if len(near.variants(heights)) < 4:  # else the solution could centre no set, and would do so less often than by lot
+        raise RejectedPuzzle("too few near misses")
     try:
         chosen = _option_set.choose_star(heights, near.variants, near.stand_in, rng)
     except ValueError as exc:
