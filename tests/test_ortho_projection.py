@@ -66,6 +66,17 @@ def test_the_solver_recovers_every_drawn_solid_and_rejects_impossible_labels():
     assert voxels.interpretations(4, labels, limit=50).solutions == []
 
 
+def test_balanced_edits_pair_each_added_ink_with_a_removal_of_about_the_same_size():
+    inks = [5.0, 4.0, 1.0, 1.2, -1.0, -5.1, 0.0, 9.0]
+    for seed in range(20):
+        kept = _voxels.balanced_edits(inks, np.random.default_rng(seed), lambda i: True, limit=8)
+        assert sorted(kept) == [0, 2, 4, 5, 6]  # -1.0 with 1.0, -5.1 with 5.0, and the ink-neutral edit
+    # A pair enters only when both of its edits are accepted, and the limit is kept.
+    kept = _voxels.balanced_edits(inks, np.random.default_rng(0), lambda i: i != 0, limit=8)
+    assert 5 not in kept and 4 in kept and 6 in kept
+    assert len(_voxels.balanced_edits(inks, np.random.default_rng(0), lambda i: True, limit=2)) <= 2
+
+
 def test_uniqueness_proof_on_a_sample():
     # The generator keeps a solid only if its drawing admits exactly one solid.
     for index in range(6):
