@@ -176,8 +176,6 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     }
 
     near = _NearMisses(meta, rng)
-    if len(near.variants(heights)) < 4:  # else the solution could centre no set, and would do so less often than by lot
-        raise RejectedPuzzle("too few near misses")
     try:
         chosen = _option_set.choose_star(heights, near.variants, near.stand_in, rng)
     except ValueError as exc:
