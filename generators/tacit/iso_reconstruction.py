@@ -12,8 +12,10 @@ its drawing). Distractors are solids that get exactly one view wrong. The near m
 solid (the solution or a distractor) are the connected solids one edit away (a cube added
 to or taken from the top of a column, so a one-cube column added or taken away, or the top
 cube of a column moved onto another) whose drawing the verifier's own judge fails on exactly
-one view; a distractor's near misses keep its own view wrong (a near miss that mended it and
-broke another view would mostly undo its edit, and so sit next to the solution). They are
+one view. A near miss of a distractor that mends its wrong view and breaks another mostly
+undoes the distractor's edit, and so sits next to the solution: with such near misses always
+allowed the solution would be the most central option too often, without them the least
+central, so they are allowed for a share (MENDING_SHARE) of the distractors. They are
 balanced: every edit that adds ink is paired with one that removes about as much, so undoing
 an edit looks like making one. The four distractors are a star of near misses chosen by
 ``_option_set.choose_star``: one time in five around the solution, otherwise around one of
@@ -71,6 +73,7 @@ def _grey_vector(n: int, labels: np.ndarray) -> np.ndarray:
 
 Heights = list[list[int]]
 CENTRE_LEAVES = 3  # near misses a distractor needs to be the centre of a set (``choose_star``)
+MENDING_SHARE = 0.3  # distractors whose near misses may mend their view and break another
 SURELY_ENOUGH = 16  # a solid with this many one-edit solids failing one view has enough near misses
 
 
@@ -95,8 +98,8 @@ def _wrong_views(solids: np.ndarray, reference: np.ndarray) -> np.ndarray:
 
 class _NearMisses:
     """The near misses of any answer solid for one puzzle: connected solids one edit away whose
-    drawing the verifier's judge fails on exactly one view (a distractor's own view), balanced
-    in ink (``balanced_edits``). The solution's near misses are those that can each centre a
+    drawing the verifier's judge fails on exactly one view (for most distractors, their own
+    view), balanced in ink (``balanced_edits``). The solution's near misses are those that can each centre a
     set (with enough near misses of their own), so that the solution centres it only by lot."""
 
     def __init__(self, meta: Mapping[str, Any], rng: np.random.Generator) -> None:
@@ -141,7 +144,9 @@ class _NearMisses:
         own = _wrong_views(np.asarray([heights]), self.reference)[0]
         solids = _edits(heights)
         wrong = _wrong_views(solids, self.reference)
-        keep = (wrong.sum(axis=1) == 1) & (wrong[:, own].all(axis=1) if own.any() else True)
+        keep = wrong.sum(axis=1) == 1
+        if own.any() and self.rng.random() >= MENDING_SHARE:
+            keep &= wrong[:, own].all(axis=1)
         base = self.stand_in(heights)
         seen = {self._labels(heights).tobytes()}
         found: list[tuple[str, Heights, np.ndarray]] = []
