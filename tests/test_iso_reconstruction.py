@@ -10,6 +10,7 @@ import pytest
 from helpers import jpeg, noise, resized
 
 from vrforge.generators.tacit import _voxels
+from vrforge.generators.tacit import iso_reconstruction as generator
 from vrforge.imagemetrics import ssim
 from vrforge.pickers import pick_all, picker_accuracy
 from vrforge.registry import accepted_puzzle, get_task, meta_errors
@@ -137,6 +138,46 @@ def test_each_distractor_fails_exactly_its_named_check(puzzle):
         for width in (512, 2048):
             assert SPEC.verify(puzzle.meta, png(puzzle.meta, answer, width)).failed == [name]
         assert SPEC.verify(puzzle.meta, jpeg(resized(png(puzzle.meta, answer), 0.9), 85)).failed == [name]
+
+
+def _one_edit_apart(a, b) -> bool:
+    """One cube added or removed, or one cube moved from a column onto another."""
+    diff = (np.asarray(a) - np.asarray(b)).ravel()
+    changed = diff[diff != 0]
+    return (len(changed) == 1 and abs(changed[0]) == 1) or (sorted(changed.tolist()) == [-1, 1])
+
+
+def test_near_misses_fail_exactly_their_view_are_balanced_and_reversible(puzzle):
+    near = generator._NearMisses(puzzle.meta, np.random.default_rng(0))
+    for answer in (puzzle.solution, *puzzle.distractors):
+        found = near.variants(answer)
+        assert len(found) >= 4 or answer is not puzzle.solution  # a leaf of the star may have none
+        base, inks = near.stand_in(answer), []
+        for name, other in found:
+            checks, _ = verifier.judge(puzzle.meta, voxels.render(other)[0])
+            assert [k for k, ok in checks.items() if not ok] == [name] and voxels.is_connected(other)
+            assert _one_edit_apart(answer, other) and answer in generator._edits(other)  # the reverse edit
+            inks.append(float((base - near.stand_in(other)).sum()))
+        # As many edits add ink as remove it, so the solution (one edit back) is no extreme.
+        assert sum(i > 0 for i in inks) == sum(i < 0 for i in inks)
+
+
+def test_only_some_distractors_have_near_misses_that_mend_their_view():
+    mending = []
+    for index in range(8):
+        p = make("medium", index)
+        near = generator._NearMisses(p.meta, np.random.default_rng(index))
+        for answer, name in zip(p.distractors, p.violations):
+            kinds = {kind for kind, _ in near.variants(answer)}
+            if kinds:
+                mending.append(kinds != {name})
+    assert 0 < sum(mending) < len(mending)
+
+
+def test_distractors_form_a_star_around_one_option():
+    for index in range(6):
+        options = make("hard", index).options()
+        assert any(all(o is c or _one_edit_apart(o, c) for o in options) for c in options)
 
 
 def test_options_are_pairwise_different_pixels(puzzle):

@@ -18,6 +18,8 @@ GRID_SIDE = 144  # view grids: side and offset inside their panel (layout units)
 GRID_OFFSET = 46
 VIEW_SHADE = {"top": "top", "front": "left", "side": "right"}  # the face shade each view looks at
 LABEL_KEY = {TOP: "top", LEFT: "left", RIGHT: "right"}
+GRID_STROKE = 1.2  # view grid lines (layout units)
+GROUND_STROKE = 3.0  # the ground under a front or side view: it covers part of the bottom row
 
 
 def _pt(x: float, y: float) -> str:
@@ -59,8 +61,8 @@ def draw_scene(meta: Mapping[str, Any], heights: Sequence[Sequence[int]] | None 
     for key, parts in fills.items():
         if parts:
             drawing.add(drawing.path(d="".join(parts), fill=palette[key]))
-    drawing.add(drawing.path(d=segments_path(lines), stroke=palette["grid"], stroke_width=1.2, fill="none"))
-    drawing.add(drawing.path(d=segments_path(grounds), stroke=palette["line"], stroke_width=3, fill="none"))
+    drawing.add(drawing.path(d=segments_path(lines), stroke=palette["grid"], stroke_width=GRID_STROKE, fill="none"))
+    drawing.add(drawing.path(d=segments_path(grounds), stroke=palette["line"], stroke_width=fmt(GROUND_STROKE), fill="none"))
     return to_string(drawing)
 
 

@@ -8,18 +8,24 @@ the verifier reads the drawn solid back from the isometric lattice and accepts e
 whose views match (see verifiers/iso_reconstruction.py), not only the reference drawing.
 
 The reference solid is drawn unambiguously (the shared solver finds exactly one solid in
-its drawing). Distractors are solids that get exactly one view wrong: they come from a
-random walk of single-column edits (raise, lower, add or remove a column) that starts at
-the reference and also continues from earlier distractors, so distractors share edits; a
-candidate is kept when the verifier's own judge, run on its drawing, fails exactly one
-check. The walk lowers more often than it raises: a raised column almost always adds ink,
-and without lighter candidates the solution would be the option with the least ink. The
-four are chosen by the shared policy of ``_option_set`` from the triangles' grey levels.
+its drawing). Distractors are solids that get exactly one view wrong. The near misses of a
+solid (the solution or a distractor) are the connected solids one edit away (a cube added
+to or taken from the top of a column, so a one-cube column added or taken away, or the top
+cube of a column moved onto another) whose drawing the verifier's own judge fails on exactly
+one view. A near miss of a distractor that mends its wrong view and breaks another mostly
+undoes the distractor's edit, and so sits next to the solution: with such near misses always
+allowed the solution would be the most central option too often, without them the least
+central, so they are allowed for a share (MENDING_SHARE) of the distractors. They are
+balanced: every edit that adds ink is paired with one that removes about as much, so undoing
+an edit looks like making one. The four distractors are a star of near misses chosen by
+``_option_set.choose_star``: one time in five around the solution, otherwise around one of
+its near misses, with the solution (one edit back) among the options.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -34,10 +40,8 @@ from vrforge.verifiers import iso_reconstruction as verifier
 from vrforge.verifiers.sampling import hex_luminance
 from vrforge.verifiers.voxels import EMPTY, VIEWS, is_connected, lattice, projections, render
 
-VERSION = "1.1.0"
-WALK_STEPS = 240
-POOL_TARGET = 14
-LOWER_SHARE = 0.9  # edits that lower a column: a raised column usually adds ink, a lowered one rarely removes much
+VERSION = "1.2.0"
+VARIANTS = 10  # near misses kept per answer: enough for a star, few enough to judge quickly
 STRICT_SSIM = 0.99999  # verify --strict: only a pixel-faithful drawing of the reference solid passes
 SSIM_MAX_WIDTH = 512  # larger answers are compared after the same box reduction of both images
 
@@ -45,16 +49,121 @@ SSIM_MAX_WIDTH = 512  # larger answers are compared after the same box reduction
 DIFFICULTIES = _voxels.VOXEL_DIFFICULTIES
 
 
-def _grey_vector(n: int, labels: np.ndarray) -> np.ndarray:
-    """Grey level of every triangle of the isometric panel: a stand-in for the option picture."""
+@cache
+def _empty_grey(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The grey level of every sampled triangle with no solid drawn (floor or background),
+    and the grey level of each label (EMPTY, TOP, LEFT, RIGHT; EMPTY's unused)."""
     lat = lattice(n)
     palette = _voxels.PALETTE
     floor = np.zeros(lat.size, dtype=bool)
     floor[[lat.index(x, y, t) for x in range(n) for y in range(n) for t in (0, 1)]] = True
-    grey = np.where(floor, hex_luminance(palette["floor"]), hex_luminance(palette["background"]))
+    empty = np.where(floor, hex_luminance(palette["floor"]), hex_luminance(palette["background"]))[lat.sampled]
+    shades = np.zeros(1 + max(_voxels.LABEL_KEY))
     for label, key in _voxels.LABEL_KEY.items():
-        grey = np.where(labels == label, hex_luminance(palette[key]), grey)
-    return grey[lat.sampled]
+        shades[label] = hex_luminance(palette[key])
+    return empty, shades
+
+
+def _grey_vector(n: int, labels: np.ndarray) -> np.ndarray:
+    """Grey level of every triangle of the isometric panel: a stand-in for the option picture."""
+    empty, shades = _empty_grey(n)
+    sampled = labels[lattice(n).sampled]
+    return np.where(sampled == EMPTY, empty, shades[sampled])
+
+
+Heights = list[list[int]]
+CENTRE_LEAVES = 3  # near misses a distractor needs to be the centre of a set (``choose_star``)
+MENDING_SHARE = 0.3  # distractors whose near misses may mend their view and break another
+SURELY_ENOUGH = 16  # a solid with this many one-edit solids failing one view has enough near misses
+
+
+def _edits(heights: Heights) -> np.ndarray:
+    """(K, n, n) every solid one edit from ``heights``: a cube added to or taken from the top
+    of a column, or the top cube of a column moved onto another. Each edit's reverse is an edit."""
+    flat = np.asarray(heights, dtype=np.int64).ravel()
+    n = len(heights)
+    unit = np.eye(n * n, dtype=np.int64)
+    source, target = np.nonzero(~np.eye(n * n, dtype=bool))
+    out = np.concatenate([flat + unit, flat - unit, flat - unit[source] + unit[target]])
+    return out[((out >= 0) & (out <= n)).all(axis=1)].reshape(-1, n, n)
+
+
+def _wrong_views(solids: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """(K, 3) for each of the (K, n, n) ``solids``: which views (top, front, side) differ from
+    those of ``reference``."""
+    return np.stack([((solids > 0) != (reference > 0)).any(axis=(1, 2)),
+                     (solids.max(axis=1) != reference.max(axis=0)).any(axis=1),
+                     (solids.max(axis=2) != reference.max(axis=1)).any(axis=1)], axis=1)
+
+
+class _NearMisses:
+    """The near misses of any answer solid for one puzzle: connected solids one edit away whose
+    drawing the verifier's judge fails on exactly one view (for most distractors, their own
+    view), balanced in ink (``balanced_edits``). The solution's near misses are those that can each centre a
+    set (with enough near misses of their own), so that the solution centres it only by lot."""
+
+    def __init__(self, meta: Mapping[str, Any], rng: np.random.Generator) -> None:
+        self.meta, self.rng, self.n = meta, rng, meta["size"]
+        self.reference = np.asarray(meta["heights"], dtype=np.int64)  # its views are the puzzle's
+        self.labels: dict[str, np.ndarray] = {}
+        self.failed: dict[bytes, list[str]] = {}
+        self.found: dict[str, list[tuple[str, Heights]]] = {}
+
+    def _labels(self, heights: Heights) -> np.ndarray:
+        key = str(heights)
+        if key not in self.labels:
+            self.labels[key] = render(heights)[0]
+        return self.labels[key]
+
+    def stand_in(self, heights: Heights) -> np.ndarray:
+        return _grey_vector(self.n, self._labels(heights))
+
+    def _judged(self, labels: np.ndarray) -> list[str]:
+        key = labels.tobytes()
+        if key not in self.failed:
+            checks, _ = verifier.judge(self.meta, labels)
+            self.failed[key] = [name for name, ok in checks.items() if not ok]
+        return self.failed[key]
+
+    def variants(self, heights: Heights) -> list[tuple[str, Heights]]:
+        key = str(heights)
+        if key not in self.found:  # kept: the set chooser asks again for what the solution's check drew
+            self.found[key] = self._variants(heights)
+        return self.found[key]
+
+    def _can_centre(self, heights: Heights) -> bool:
+        """Whether a distractor has enough near misses to centre a set: surely when it has many
+        candidate edits (the cheap count), otherwise by finding them."""
+        wrong = _wrong_views(_edits(heights), self.reference)
+        own = _wrong_views(np.asarray([heights]), self.reference)[0]
+        if ((wrong.sum(axis=1) == 1) & wrong[:, own].all(axis=1)).sum() >= SURELY_ENOUGH:
+            return True
+        return len(self.variants(heights)) >= CENTRE_LEAVES
+
+    def _variants(self, heights: Heights) -> list[tuple[str, Heights]]:
+        own = _wrong_views(np.asarray([heights]), self.reference)[0]
+        solids = _edits(heights)
+        wrong = _wrong_views(solids, self.reference)
+        keep = wrong.sum(axis=1) == 1
+        if own.any() and self.rng.random() >= MENDING_SHARE:
+            keep &= wrong[:, own].all(axis=1)
+        base = self.stand_in(heights)
+        seen = {self._labels(heights).tobytes()}
+        found: list[tuple[str, Heights, np.ndarray]] = []
+        for solid, views in zip(solids[keep].tolist(), wrong[keep]):
+            if is_connected(solid):
+                labels = self._labels(solid)
+                if labels.tobytes() not in seen:
+                    seen.add(labels.tobytes())
+                    found.append((f"{VIEWS[int(np.argmax(views))]}_mismatch", solid, labels))
+        inks = [float((base - _grey_vector(self.n, labels)).sum()) for _, _, labels in found]
+
+        def accept(i: int) -> bool:
+            kind, solid, labels = found[i]
+            return self._judged(labels) == [kind] and (own.any() or self._can_centre(solid))
+
+        kept = _voxels.balanced_edits(inks, self.rng, accept, VARIANTS)
+        return [(found[i][0], found[i][1]) for i in kept]
 
 
 def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
@@ -71,44 +180,11 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
         "palette": dict(_voxels.PALETTE),
     }
 
-    pool: list[tuple[str, list[list[int]], np.ndarray]] = []
-    seen = {labels.tobytes()}
-    for _ in range(WALK_STEPS):
-        if len(pool) >= POOL_TARGET:
-            break
-        k = int(rng.integers(len(pool) + 1))
-        base = heights if k == 0 else pool[k - 1][1]
-        x, y = int(rng.integers(n)), int(rng.integers(n))
-        # Lower and raise equally often: distractors with less and with more ink than the solution.
-        old = base[y][x]
-        lower = old > 0 and (old == n or rng.random() < LOWER_SHARE)
-        new = int(rng.integers(old)) if lower else int(rng.integers(old + 1, n + 1))
-        candidate = [row[:] for row in base]
-        candidate[y][x] = new
-        if not is_connected(candidate):
-            continue
-        drawn = projections(candidate)
-        wrong = [v for v in VIEWS if drawn[v] != views[v]]
-        if len(wrong) != 1:
-            continue
-        cand_labels, _ = render(candidate)
-        if cand_labels.tobytes() in seen:
-            continue
-        checks, _ = verifier.judge(meta, cand_labels)
-        failed = [name for name, ok in checks.items() if not ok]
-        if failed != [f"{wrong[0]}_mismatch"]:
-            continue
-        seen.add(cand_labels.tobytes())
-        pool.append((failed[0], candidate, cand_labels))
-    if len(pool) < 4:
-        raise RejectedPuzzle("too few distractor solids")
-    vectors = np.asarray([_grey_vector(n, labels)] + [_grey_vector(n, lab) for _, _, lab in pool])
-    bare = _grey_vector(n, np.full_like(labels, EMPTY))
+    near = _NearMisses(meta, rng)
     try:
-        chosen = _option_set.choose(vectors, [name for name, _, _ in pool], rng, puzzle=bare)
+        chosen = _option_set.choose_star(heights, near.variants, near.stand_in, rng)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
-    distractors = [pool[i] for i in chosen]
 
     h = np.asarray(heights)
     stats = {
@@ -120,8 +196,8 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     return Puzzle(
         meta=meta,
         solution=heights,
-        distractors=tuple(candidate for _, candidate, _ in distractors),
-        violations=tuple(name for name, _, _ in distractors),
+        distractors=tuple(candidate for _, candidate in chosen),
+        violations=tuple(name for name, _ in chosen),
         answer_index=int(rng.integers(5)),
         stats=stats,
     )

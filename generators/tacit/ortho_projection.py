@@ -9,28 +9,33 @@ Uniqueness: the drawing is read back by the shared solver (every heightmap whose
 shows exactly the same face shades on the isometric lattice); an attempt whose drawing
 admits more than one solid is rejected, so the three views follow from the picture.
 
-Distractors each get exactly one view wrong (and so fail exactly that check): plausible
-mistakes such as the view mirrored (seen from the opposite side), the front and side views
-swapped, a column miscounted by one, a front view that keeps the nearest column instead of
-the tallest, or a top view with one column missing or added. Mistakes are also applied on
-top of each other (a mirrored view with one column miscounted), so distractors share edits;
-the four are chosen by the shared policy of ``_option_set`` from the view cells' grey levels.
+Distractors each get exactly one view wrong (and so fail exactly that check). The near misses
+of an answer (the solution or a distractor) are plausible one-edit mistakes on one of its
+grids: the view mirrored (seen from the opposite side; the top view also flipped front to
+back or transposed), a top view with one column added or missing, a front or side view with
+one column miscounted by one; every mistake's reverse is a mistake on the result. They are
+balanced: every mistake that fills cells is paired with one that empties about as many, so
+undoing a mistake looks like making one. The four distractors are a star of near misses
+chosen by ``_option_set.choose_star``: one time in five around the solution, otherwise
+around one of its near misses, with the solution (one mistake back) among the options; then
+all four usually get the same view wrong.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from vrforge.generators.tacit import _option_set, _voxels
+from vrforge.generators.tacit import _option_set, _voxel_drawing, _voxels
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import ortho_projection as verifier
 from vrforge.verifiers.sampling import hex_luminance
 from vrforge.verifiers.voxels import VIEWS, projections, render
 
-VERSION = "1.1.0"
-POOL = 12
+VERSION = "1.2.0"
+VARIANTS = 16  # near misses kept per answer
 Grid = list[str]
+Views = dict[str, Grid]
 
 
 DIFFICULTIES = _voxels.VOXEL_DIFFICULTIES
@@ -44,39 +49,73 @@ def _from_grid(grid: Grid) -> np.ndarray:
     return np.asarray([[ch == "1" for ch in row] for row in grid], dtype=bool)
 
 
+def _key(option: Views) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(option[v]) for v in VIEWS)
+
+
 def _skyline_grid(heights: np.ndarray, n: int) -> Grid:
     return _to_grid(np.asarray([[heights[j] > n - 1 - i for j in range(n)] for i in range(n)]))
 
 
-def _mistakes(view: str, grid: Grid, h: np.ndarray, rng: np.random.Generator) -> list[Grid]:
-    """Plausible wrong versions of one view grid."""
+def _grid_edits(view: str, grid: Grid) -> list[Grid]:
+    """Every plausible one-edit mistake on a view grid: the view mirrored (seen from the
+    opposite side; the top view also flipped front to back or transposed), a top view with
+    one column added or taken away, a front or side view with one column miscounted by one.
+    Each has its reverse among the mistakes on the result; empty grids are left out."""
     n = len(grid)
     a = _from_grid(grid)
-    out: list[np.ndarray] = []
+    out: list[np.ndarray] = [a[:, ::-1]]
     if view == "top":
-        out += [a[:, ::-1], a[::-1, :], a.T]
-        occupied = [tuple(c) for c in np.argwhere(a)]
-        empty = [tuple(c) for c in np.argwhere(~a)]
-        for cells, value in ((occupied, False), (empty, True)):
-            for k in rng.permutation(len(cells))[:2].tolist():
+        out += [a[::-1, :], a.T]
+        for y in range(n):
+            for x in range(n):
                 b = a.copy()
-                b[cells[k]] = value
+                b[y, x] = not b[y, x]
                 out.append(b)
     else:
         sky = a.sum(axis=0)
-        out += [a[:, ::-1]]
-        other = _from_grid(projections(h.tolist())["side" if view == "front" else "front"])
-        out.append(other)
-        nearest = [next((int(h[y, x]) for y in range(n - 1, -1, -1) if h[y, x] > 0), 0) for x in range(n)] if view == "front" \
-            else [next((int(h[n - 1 - j, x]) for x in range(n - 1, -1, -1) if h[n - 1 - j, x] > 0), 0) for j in range(n)]
-        out.append(_from_grid(_skyline_grid(np.asarray(nearest), n)))
-        for j in rng.permutation(n)[:3].tolist():
+        for j in range(n):
             for step in (-1, 1):
-                if 0 <= sky[j] + step <= n and not (sky[j] + step == 0 and sky.sum() == sky[j]):
+                if 0 <= sky[j] + step <= n:
                     b = sky.copy()
                     b[j] += step
                     out.append(_from_grid(_skyline_grid(b, n)))
-    return [_to_grid(b) for b in out]
+    return [_to_grid(b) for b in out if b.any()]
+
+
+class _NearMisses:
+    """The near misses of any answer for one puzzle: options one mistake away (``_grid_edits``)
+    that the verifier's judge fails on exactly one view, balanced in ink (``balanced_edits``)."""
+
+    def __init__(self, meta: dict, rng: np.random.Generator) -> None:
+        self.meta, self.rng = meta, rng
+        n = meta["size"]
+        # The ground line under the front and side views hides part of their bottom row, so a
+        # cell there adds less ink than another: weigh each cell's ink by its visible share.
+        cell = meta["layout"]["grids"]["front"]["cell"]
+        hidden = (_voxel_drawing.GROUND_STROKE - _voxel_drawing.GRID_STROKE) / 2 / (cell - _voxel_drawing.GRID_STROKE)
+        visible = {v: np.ones((n, n)) for v in VIEWS}
+        for v in ("front", "side"):
+            visible[v][-1, :] = 1 - hidden
+        self.filled = {v: 255.0 - visible[v] * (255.0 - hex_luminance(_voxels.PALETTE[_voxels.VIEW_SHADE[v]])) for v in VIEWS}
+
+    def stand_in(self, option: Views) -> np.ndarray:
+        """The view cells' grey levels."""
+        return np.concatenate([np.where(_from_grid(option[v]), self.filled[v], 255.0).ravel() for v in VIEWS])
+
+    def variants(self, option: Views) -> list[tuple[str, Views]]:
+        found: list[tuple[str, Views]] = []
+        seen = {_key(option)}
+        for view in VIEWS:
+            for grid in _grid_edits(view, option[view]):
+                other = {**option, view: grid}
+                failed = [name for name, ok in verifier.judge(self.meta, other).items() if not ok]
+                if len(failed) == 1 and _key(other) not in seen:
+                    seen.add(_key(other))
+                    found.append((failed[0], other))
+        base = self.stand_in(option)
+        inks = [float((base - self.stand_in(other)).sum()) for _, other in found]
+        return [found[i] for i in _voxels.balanced_edits(inks, self.rng, lambda i: True, VARIANTS)]
 
 
 def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
@@ -94,43 +133,11 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
         "palette": dict(_voxels.PALETTE),
     }
 
-    # Candidate wrong grids: first-level mistakes, and families of a mistake with further
-    # mistakes made on top of it (distractors that share an edit).
-    candidates: list[tuple[str, dict[str, Grid]]] = []
-    families: list[list[int]] = []
-    seen = {tuple(tuple(views[v]) for v in VIEWS)}
-
-    def add(view: str, grid: Grid) -> int | None:
-        option = {**views, view: grid}
-        key = tuple(tuple(option[v]) for v in VIEWS)
-        if key in seen or verifier.judge(meta, option) != {c: c != f"{view}_view" for c in verifier.CHECKS}:
-            return None
-        seen.add(key)
-        candidates.append((f"{view}_view", option))
-        return len(candidates) - 1
-
-    for view in VIEWS:
-        first = _mistakes(view, views[view], h, rng)
-        added = [add(view, grid) for grid in first]
-        for k in rng.permutation(len(first))[:2].tolist():
-            second = _mistakes(view, first[k], h, rng)
-            family = [added[k]] + [add(view, second[j]) for j in rng.permutation(len(second))[:5].tolist()]
-            families.append([i for i in family if i is not None])
-    if len(candidates) < 4:
-        raise RejectedPuzzle("too few distinct mistakes")
-    # At most POOL candidates (every set of four of them is then scored): one whole family, the rest at random.
-    family = families[int(rng.integers(len(families)))] if families else []
-    rest = [i for i in rng.permutation(len(candidates)).tolist() if i not in family]
-    keep = sorted((family + rest)[:POOL])
-    candidates = [candidates[i] for i in keep]
-    options = [views] + [option for _, option in candidates]
-    shade = {v: hex_luminance(_voxels.PALETTE[_voxels.VIEW_SHADE[v]]) for v in VIEWS}
-    vectors = np.asarray([np.concatenate([np.where(_from_grid(o[v]).ravel(), shade[v], 255.0) for v in VIEWS]) for o in options])
-    try:  # the puzzle's grids are empty: white
-        chosen = _option_set.choose(vectors, [name for name, _ in candidates], rng, puzzle=np.full(vectors.shape[1], 255.0))
+    near = _NearMisses(meta, rng)
+    try:
+        chosen = _option_set.choose_star(views, near.variants, near.stand_in, rng)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
-    distractors = [candidates[i] for i in chosen]
 
     stats = {
         "cubes": float(h.sum()),
@@ -141,8 +148,8 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     return Puzzle(
         meta=meta,
         solution=views,
-        distractors=tuple(option for _, option in distractors),
-        violations=tuple(name for name, _ in distractors),
+        distractors=tuple(option for _, option in chosen),
+        violations=tuple(name for name, _ in chosen),
         answer_index=int(rng.integers(5)),
         stats=stats,
     )
