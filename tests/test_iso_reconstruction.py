@@ -224,9 +224,9 @@ def test_pictures_have_no_text_and_share_the_drawing_code(puzzle):
 
 # sha256 of the 512 px solution PNG for seed 0, index 0.
 SNAPSHOTS = {
-    "easy": "dc8b2e6a25dcdb821f7e80ec5780246f515347651beafe78b332d0671d30ac14",
-    "medium": "95ff12ea24e7dd28e1633f0bc1ca5d89143babff812eb5a135a06a1f13f4a007",
-    "hard": "eac01c7ece57d9ad50cf5ed267bccc015dc124e0f17d1e888e7668807521ecac",
+    "easy": "e6f82220c7ef88a9f0c29e2464081422eefb2c4c5db01a20b01120d51c400afe",
+    "medium": "b8ad8213a3fad3ef15adb41e48af4631d37dc672b3b3ad152cb2d671a49458d6",
+    "hard": "e5a9083e645b21cf774c2efcd72c6a3d3f741f9c6aae46e784b70288a6728ed2",
 }
 
 

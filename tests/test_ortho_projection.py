@@ -198,9 +198,9 @@ def test_pictures_have_no_text(puzzle):
 
 # sha256 of the 512 px solution PNG for seed 0, index 0.
 SNAPSHOTS = {
-    "easy": "b02ebf53e90884b5408235c8be65b8ee6f6d0daf9c8afbfa6f3293cb682ee253",
-    "medium": "fac42fb937e55e5a363a56ff94aa533aad50508d470fad60a9d8fe61b356dbd7",
-    "hard": "4c9b235e7931bd03a7a574c205a3420760d736c3e5aad5af25e6adfc490ea4d4",
+    "easy": "fad327fed5326f0314f155aab704cdcfb05435a82d8b392ecacaae79065aad53",
+    "medium": "b8887e09c4c2e73df0b2e804118b05beebba67d6aa8a05273413b29b85de0874",
+    "hard": "70e08ef635f568d71580982392dabd2c58baa1c48ca1db347cce9a212f3d457f",
 }
 
 

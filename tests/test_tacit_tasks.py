@@ -52,26 +52,15 @@ def test_solution_survives_resize_and_jpeg(task):
         assert spec.verify(puzzle.meta, degraded).passed
 
 
-# Tasks whose option sets still give the answer away (figures from `vrforge audit` on 180 and
-# 600 puzzles per task; see the README's shortcut gate). A fixed task must leave these lists.
-PICKER_LEAKS = {"ortho_projection": "the solution is the medoid too often (0.31-0.33)"}
-PROBE_LEAKS = {**PICKER_LEAKS, "iso_reconstruction": "probe 0.29-0.38"}
-
-
-def _known(leaks: dict[str, str], strict: bool = True) -> list:
-    return [pytest.param(task, marks=pytest.mark.xfail(strict=strict, reason=f"known answer-set leak: {leaks[task]}"))
-            if task in leaks else task for task in TASKS]
-
-
-@pytest.mark.parametrize("task", _known(PICKER_LEAKS))
+@pytest.mark.parametrize("task", TASKS)
 def test_context_blind_pickers_stay_near_chance(task):
     """The single-feature pickers on 90 puzzles (the learned probe needs more: see below)."""
     figures = gate(task, 30, seed=99, width=256)
     assert all(figures[name] <= PICKER_LIMIT for name in PICKERS), figures
 
 
-@pytest.mark.slow  # not strict: some of these probes sit near the limit
-@pytest.mark.parametrize("task", _known(PROBE_LEAKS, strict=False))
+@pytest.mark.slow
+@pytest.mark.parametrize("task", TASKS)
 def test_context_blind_pickers_and_probe_on_200_puzzles_per_difficulty(task):
     figures = gate(task, 200, seed=99)
     assert all(figures[name] <= PICKER_LIMIT for name in (*PICKERS, PROBE)), figures

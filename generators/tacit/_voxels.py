@@ -26,6 +26,7 @@ from vrforge.verifiers.voxels import interpretations, is_connected, render
 
 WIDTH = HEIGHT = 400
 PANEL = 200
+PAD = 26  # added on every side: the tallest solid and the view grids keep 5.5 % of each dimension clear (a 5 % crop cuts none)
 ISO_HALF_HEIGHT = 88  # the n x n x n box spans +-88 units vertically around the panel centre
 
 PALETTE = {
@@ -67,15 +68,15 @@ def layout(n: int) -> dict[str, Any]:
     unit = ISO_HALF_HEIGHT / n
     cell = GRID_SIDE / n
     return {
-        "width": WIDTH,
-        "height": HEIGHT,
-        "iso": {"origin": [PANEL + PANEL / 2, PANEL / 2], "unit": unit},
+        "width": WIDTH + 2 * PAD,
+        "height": HEIGHT + 2 * PAD,
+        "iso": {"origin": [PAD + PANEL + PANEL / 2, PAD + PANEL / 2], "unit": unit},
         "grids": {
-            "top": {"origin": [GRID_OFFSET, GRID_OFFSET], "cell": cell},
-            "front": {"origin": [GRID_OFFSET, PANEL + GRID_OFFSET], "cell": cell},
-            "side": {"origin": [PANEL + GRID_OFFSET, PANEL + GRID_OFFSET], "cell": cell},
+            "top": {"origin": [PAD + GRID_OFFSET, PAD + GRID_OFFSET], "cell": cell},
+            "front": {"origin": [PAD + GRID_OFFSET, PAD + PANEL + GRID_OFFSET], "cell": cell},
+            "side": {"origin": [PAD + PANEL + GRID_OFFSET, PAD + PANEL + GRID_OFFSET], "cell": cell},
         },
-        "glyphs": {"top": [0, 0], "front": [0, PANEL], "side": [PANEL, PANEL]},
+        "glyphs": {"top": [PAD, PAD], "front": [PAD, PAD + PANEL], "side": [PAD + PANEL, PAD + PANEL]},
     }
 
 

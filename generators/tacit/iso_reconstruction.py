@@ -40,7 +40,7 @@ from vrforge.verifiers import iso_reconstruction as verifier
 from vrforge.verifiers.sampling import hex_luminance
 from vrforge.verifiers.voxels import EMPTY, VIEWS, is_connected, lattice, projections, render
 
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 VARIANTS = 10  # near misses kept per answer: enough for a star, few enough to judge quickly
 STRICT_SSIM = 0.99999  # verify --strict: only a pixel-faithful drawing of the reference solid passes
 SSIM_MAX_WIDTH = 512  # larger answers are compared after the same box reduction of both images

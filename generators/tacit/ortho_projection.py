@@ -32,7 +32,7 @@ from vrforge.verifiers import ortho_projection as verifier
 from vrforge.verifiers.sampling import hex_luminance
 from vrforge.verifiers.voxels import VIEWS, projections, render
 
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 VARIANTS = 16  # near misses kept per answer
 Grid = list[str]
 Views = dict[str, Grid]
