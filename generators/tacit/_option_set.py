@@ -4,169 +4,29 @@ A model that never solves the puzzle can still exploit any systematic difference
 solution and its distractors: the audit (vrforge/pickers.py) runs pickers that take the option
 with the most or least ink, the most or fewest colours, the one nearest or farthest from the
 bare puzzle, the medoid, the one nearest the set's mean, the odd one out, and a probe learned
-over all of these. Each task supplies only its features: a stand-in picture of each candidate
-answer (row 0 the solution; one grey level per drawn element, such as a cell, node, triangle
-or path link), the bare puzzle in the same terms when it has one, and each candidate's
-violation name. This module does the rest:
+over all of these. If every distractor is one edit of the solution, the solution is the centre
+of its set (nearest to every other option, never the odd one out), and the probe finds it
+whatever four edits are chosen: a choice among such candidates cannot hide it.
 
-1. Candidate sets: every set of ``count`` candidates allowed by the task's rule on violations
-   ("distinct": no violation twice; "cover": every violation at least once; "any"), or the
-   task's own list of sets, keeping only sets whose five options all differ; above
-   ``MAX_SETS``, a seeded random sample.
-2. For each set, the solution's rank among the five options (0 lowest .. 4 highest, ties
-   averaged) on each feature the pickers read, computed from the stand-ins.
-3. A target rank for each feature is drawn uniformly from 0..4, and the features are put in a
-   random order; the sets closest to the target in that order (lexicographically) are kept,
-   then those naming the most different violations, then one at random.
-
-Why a random target and not "never the medoid": a solution that is never at an extreme is
-itself a tell (rule out the extremes and guess among three). With the target uniform, every
-extreme picker lands on the solution about one time in five. Why a random order of features:
-features that move together (ink and distance to the puzzle, medoid and nearest the mean)
-cannot each hit an independent target, and a fixed compromise would put the solution in the
-middle; the feature that comes first gets its target exactly, the rest follow it, so every
-feature's rank stays uniform.
+So the set is a star around a centre that is the solution only one time in five
+(``choose_star``): otherwise a near miss of the solution is the centre, and the solution, one
+edit back from it, is one of the options around it like the others (the I-RAVEN idea, where
+the answer and its distractors share edits). Each task supplies only its near misses of any
+answer (``variants``: each one edit away, failing exactly the check it names, and symmetric,
+so that undoing an edit looks like making one) and a key that tells drawn answers apart
+(``stand_in``). The options around the centre are drawn at random, never by their pictures.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import combinations
-from math import comb
 from typing import TypeVar
 
 import numpy as np
 
 State = TypeVar("State")
 
-MAX_SETS = 600  # candidate sets scored per puzzle: enough choice, bounded cost
 CENTRE_TRIES = 8  # distractors tried as the centre before the solution takes it
-RULES = ("distinct", "cover", "any")
-STAND_IN_FEATURES = ("ink", "colours", "puzzle_distance", "total_distance", "mean_distance", "nearest_other")
-
-
-def candidate_sets(kinds: Sequence[str], count: int, rule: str, rng: np.random.Generator) -> np.ndarray:
-    """(S, count) candidate indices allowed by ``rule``: all of them when there are at most
-    MAX_SETS candidate combinations, otherwise a random sample built to satisfy the rule."""
-    if rule not in RULES:
-        raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
-    names = sorted(set(kinds))
-    by_kind = {name: [i for i, k in enumerate(kinds) if k == name] for name in names}
-    if rule == "cover" and len(names) > count:
-        return np.zeros((0, count), dtype=np.int64)
-    if comb(len(kinds), count) <= MAX_SETS:
-        sets = [c for c in combinations(range(len(kinds)), count) if _allowed([kinds[i] for i in c], names, rule)]
-        return np.asarray(sets, dtype=np.int64).reshape(-1, count)
-    drawn = []
-    for _ in range(MAX_SETS):
-        if rule == "any":
-            pick = rng.choice(len(kinds), count, replace=False)
-        else:
-            if rule == "distinct":
-                if len(names) < count:
-                    break
-                chosen = [names[i] for i in rng.choice(len(names), count, replace=False)]
-            else:  # cover: one of every kind, the rest of kinds with candidates to spare
-                chosen = list(names)
-                while len(chosen) < count:
-                    spare = [n for n in names if len(by_kind[n]) > chosen.count(n)]
-                    if not spare:
-                        break
-                    chosen.append(spare[int(rng.integers(len(spare)))])
-                if len(chosen) < count:
-                    break
-            pick = np.concatenate([rng.choice(by_kind[n], chosen.count(n), replace=False) for n in sorted(set(chosen))])
-        drawn.append(np.sort(pick))
-    if not drawn:
-        return np.zeros((0, count), dtype=np.int64)
-    return np.unique(np.asarray(drawn, dtype=np.int64), axis=0)
-
-
-def _allowed(chosen: list[str], names: list[str], rule: str) -> bool:
-    if rule == "distinct":
-        return len(set(chosen)) == len(chosen)
-    if rule == "cover":
-        return set(chosen) == set(names)
-    return True
-
-
-def _ranks(values: np.ndarray) -> np.ndarray:
-    """Rank of each option among its row's values (0 lowest, ties averaged); ``values``: (S, 5)."""
-    values = np.round(values, 6)
-    below = (values[:, None, :] < values[:, :, None]).sum(axis=2)
-    equal = (values[:, None, :] == values[:, :, None]).sum(axis=2)
-    return below + 0.5 * (equal - 1)
-
-
-def _set_distances(vectors: np.ndarray, members: np.ndarray) -> np.ndarray:
-    """(S, 5, 5) L1 distances between the options of each set (``members``: (S, 5) rows of
-    ``vectors``): from the candidates' distance matrix when that is the smaller computation."""
-    varying = vectors[:, np.ptp(vectors, axis=0) > 0]  # elements equal in every candidate move no distance
-    if len(varying) ** 2 <= members.size * members.shape[1]:
-        matrix = np.abs(varying[:, None, :] - varying[None, :, :]).sum(axis=2)
-        return matrix[members[:, :, None], members[:, None, :]]
-    x = varying[members]
-    return np.abs(x[:, :, None, :] - x[:, None, :, :]).sum(axis=3)
-
-
-def stand_in_ranks(vectors: np.ndarray, sets: np.ndarray, puzzle: np.ndarray | None = None,
-                   distances: np.ndarray | None = None) -> np.ndarray:
-    """(S, 5, features) each option's rank in its set on each stand-in feature, the solution first.
-
-    ``vectors``: (1 + candidates, D) grey levels, the solution first; ``sets``: (S, count)
-    candidate indices (0 = the first candidate, row 1 of ``vectors``); ``distances``: the
-    sets' (S, 5, 5) option distances when already computed."""
-    vectors = np.asarray(vectors, dtype=np.float64)
-    members = np.concatenate([np.zeros((len(sets), 1), dtype=np.int64), sets + 1], axis=1)  # (S, 5)
-    ink = (255.0 - vectors).sum(axis=1)
-    colours = np.asarray([len(np.unique(np.round(v))) for v in vectors], dtype=np.float64)
-    columns = [ink[members], colours[members]]
-    if puzzle is not None:
-        columns.append(np.abs(vectors - np.asarray(puzzle, dtype=np.float64)).sum(axis=1)[members])
-    pairwise = _set_distances(vectors, members) if distances is None else distances
-    x = vectors[:, np.ptp(vectors, axis=0) > 0][members]  # (S, 5, D')
-    columns.append(pairwise.sum(axis=2))
-    columns.append(np.abs(x - x.mean(axis=1, keepdims=True)).sum(axis=2))
-    columns.append(np.where(np.eye(pairwise.shape[1], dtype=bool), np.inf, pairwise).min(axis=2))
-    return np.stack([_ranks(c) for c in columns], axis=2)
-
-
-def choose(vectors: np.ndarray, kinds: Sequence[str], rng: np.random.Generator, *, puzzle: np.ndarray | None = None,
-           rule: str = "any", count: int = 4, sets: np.ndarray | Sequence[Sequence[int]] | None = None) -> list[int]:
-    """Indices (into the candidates: row ``i + 1`` of ``vectors`` is candidate ``i``) of the
-    chosen distractors, in random order. ``kinds``: each candidate's violation; ``sets``: the
-    task's own candidate sets instead of those ``rule`` allows. Raises ValueError when no set
-    of distinct options exists."""
-    vectors = np.asarray(vectors, dtype=np.float64)
-    if len(kinds) != len(vectors) - 1:
-        raise ValueError("one violation name per candidate (rows 1.. of vectors)")
-    if sets is None:
-        sets = candidate_sets(kinds, count, rule, rng)
-    sets = np.asarray(sets, dtype=np.int64).reshape(-1, count)
-    members = np.concatenate([np.zeros((len(sets), 1), dtype=np.int64), sets + 1], axis=1)
-    distances = _set_distances(vectors, members)
-    distinct = (distances + np.eye(count + 1)).min(axis=(1, 2)) > 0  # no candidate equal to the solution or another
-    sets, distances = sets[distinct], distances[distinct]
-    if not len(sets):
-        raise ValueError("no set of distinct options")
-    ranks = stand_in_ranks(vectors, np.asarray(sets), puzzle, distances)  # (S, 5, F); asarray: for the type checker
-    features = ranks.shape[2]
-    # The target: the rank that the option at a random position (drawn per feature) of each set's
-    # sorted ranks holds, i.e. the rank of a random option; with ties (two options sharing the
-    # nearest pair) that is 0.5 twice as often as a lone rank, as for any option.
-    position = rng.integers(5, size=features)
-    target = np.sort(ranks, axis=1)[:, position, np.arange(features)]  # (S, F)
-    order = rng.permutation(features)
-    gap = np.abs(ranks[:, 0, :] - target)
-    cost = np.zeros(len(sets))
-    for feature in order:  # lexicographic: each |rank - target| <= 4 < 10
-        cost = cost * 10 + gap[:, feature]
-    labels = np.asarray([{name: k for k, name in enumerate(sorted(set(kinds)))}[k] for k in kinds])
-    variety = np.asarray([len(set(row)) for row in labels[sets].tolist()])
-    key = cost * 10 - variety
-    best = np.flatnonzero(key == key.min())
-    chosen = sets[int(best[int(rng.integers(len(best)))])]
-    return [int(i) for i in rng.permutation(chosen)]
 
 
 def _pick_leaves(kinds: Sequence[str], count: int, rng: np.random.Generator, taken: str | None = None) -> list[int]:
