@@ -68,23 +68,49 @@ def choose_star(solution: State, variants: Callable[[State], Sequence[tuple[str,
     drawn answers differ (equal ones are kept once). If every distractor were one edit of the
     solution, the solution would sit at the centre of its set, nearest to all the others, and a
     probe that never sees the puzzle would find it. So the centre is drawn like any option:
-    with probability 1/(count + 1) the solution, with ``count`` of its variants around it;
-    otherwise a random variant of the solution, with the solution (one edit back) and
-    ``count - 1`` variants of that distractor around it. The options around the centre are
+    with probability 1/(count + 1) the solution, with ``count`` of its variants around it (of
+    the kinds a distractor centre would have had around it: see ``_pick_like``); otherwise a
+    random variant of the solution, with the solution (one edit back) and ``count - 1``
+    variants of that distractor around it. The options around the centre are
     drawn at random, different violations first (the solution counting as a variant of the
     centre's own kind, since it undoes that edit), never by their pictures: a choice that
     looked at the solution's ink or distances would itself mark the solution. The set is fair
     when the task's variants are symmetric, so that undoing an edit looks like making one."""
     solution_vector = np.asarray(stand_in(solution), dtype=np.float64)
     first, first_vectors = _distinct(variants(solution), stand_in, [solution_vector])
-    if int(rng.integers(count + 1)) > 0:
-        for index in rng.permutation(len(first))[:CENTRE_TRIES].tolist():
-            leaves, _ = _distinct(variants(first[index][1]), stand_in, [solution_vector, first_vectors[index]])
-            if len(leaves) >= count - 1:
-                # The solution stands for the undone edit, of the centre's kind, among the leaves.
-                tails = _pick_leaves([k for k, _ in leaves], count - 1, rng, taken=first[index][0])
-                picked = [first[index], *(leaves[i] for i in tails)]
-                return [picked[i] for i in rng.permutation(count).tolist()]
+    centred = int(rng.integers(count + 1)) == 0
+    template: list[str] | None = None
+    for index in rng.permutation(len(first))[:CENTRE_TRIES].tolist():
+        leaves, _ = _distinct(variants(first[index][1]), stand_in, [solution_vector, first_vectors[index]])
+        if len(leaves) < count - 1:
+            continue
+        # The solution stands for the undone edit, of the centre's kind, among the leaves.
+        tails = _pick_leaves([k for k, _ in leaves], count - 1, rng, taken=first[index][0])
+        if not centred:
+            picked = [first[index], *(leaves[i] for i in tails)]
+            return [picked[i] for i in rng.permutation(count).tolist()]
+        template = [first[index][0], *(leaves[i][0] for i in tails)]
+        break
     if len(first) < count:
         raise ValueError(f"only {len(first)} distinct variants of the solution")
-    return [first[i] for i in _pick_leaves([k for k, _ in first], count, rng)]
+    return [first[i] for i in _pick_like(first, template, count, rng)]
+
+
+def _pick_like(found: Sequence[tuple[str, State]], template: Sequence[str] | None, count: int,
+               rng: np.random.Generator) -> list[int]:
+    """``count`` of the solution's own variants whose edits are of the kinds in ``template``
+    where it can (the kinds of the edits around a distractor centre drawn for the puzzle), the
+    rest at random, different violations first. A set centred on the solution then shows the
+    same kinds of edits as one centred on a distractor: where a distractor's near misses all
+    stay within its own check (an edit elsewhere would break a second one), its set differs
+    in one place only, and so does the solution's."""
+    kinds = [kind for kind, _ in found]
+    order = rng.permutation(len(found)).tolist()
+    picked: list[int] = []
+    for wanted in template or []:
+        match = next((i for i in order if kinds[i] == wanted and i not in picked), None)
+        if match is not None:
+            picked.append(match)
+    rest = [i for i in order if i not in picked]
+    picked += [rest[i] for i in _pick_leaves([kinds[i] for i in rest], count - len(picked), rng)]
+    return picked
