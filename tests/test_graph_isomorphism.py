@@ -285,7 +285,7 @@ def test_off_palette_grey_adds_no_colour_to_the_picture(puzzle):
 
 SNAPSHOTS = {
     "easy": "6fdc80a9328f5f3ef5f5ac3531157e77b2df53c172b5982608fac3b535e0251f",
-    "medium": "61e8620b545b83941a3ef3fffeedd7c6070552ad163870a9ac9beb9da46f20ab",
+    "medium": "dad00d3eca69e3828b1abbaf6e53cd0b09b1aab3f0baf05a1114573aa2c4e942",
     "hard": "86f21df99c9dfab9842d5e96e6b328e711e2c39042d656db5c4bc41784b921ce",
 }
 

@@ -31,7 +31,7 @@ SNAPSHOTS = {
 # sha256 of the JSON of (answer index, violations, distractor grids) for item_rng(0).
 OPTION_SNAPSHOTS = {
     "easy": "87b97b08799d99b92604373c946e907402954d271850b86adaaba7db4abe07c4",
-    "medium": "1d9908b04ecc1c1f1b6f141c09f06118cd4e519775c6e5e0c3d48d132a685858",
+    "medium": "d68fa2588a80abf9383f6aae1b0b474ed15a3fd5639ae0fe607249060aa338ed",
     "hard": "03f908397a6126c1ea764c0be454ca3de1d60a670aca8055367d2a4da8edd9f8",
 }
 
