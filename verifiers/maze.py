@@ -119,11 +119,11 @@ def read_drawing(meta: Mapping[str, Any], image: np.ndarray) -> tuple[set[Node],
     is_path = nearest_palette(samples, colours) == path_index
     # A colourful sample is read among the colours that are not greys (white stays a choice).
     names = list(palette) + ["portal"] * len(meta["portals"])
-    choices = [i for i, name in enumerate(names) if name not in ("wall", "chevron")]
+    not_grey = [i for i, name in enumerate(names) if name not in ("wall", "chevron")]
     vivid = np.flatnonzero(samples.max(axis=1) - samples.min(axis=1) >= VIVID_SPREAD)
     if len(vivid):
-        nearest = nearest_palette(samples[vivid], [colours[i] for i in choices])
-        is_path[vivid] = np.asarray(choices)[nearest] == path_index
+        nearest = nearest_palette(samples[vivid], [colours[i] for i in not_grey])
+        is_path[vivid] = np.asarray(not_grey)[nearest] == path_index
     # The route ends on the start and end squares, where a thin line over a saturated marker
     # blurs into a third colour after JPEG: there only "path or marker" is a sensible reading.
     for marker in ("start", "end"):
