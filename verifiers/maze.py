@@ -11,11 +11,13 @@ as long as it runs through cell centres in the path colour.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
 from vrforge.types import Verdict
@@ -31,48 +33,75 @@ VIVID_SPREAD = 60
 Node = tuple[int, int, int]  # (layer, row, col)
 
 
-def judge(meta: Mapping[str, Any], cells: set[Node], links: set[tuple[Node, Node]]) -> dict[str, bool]:
+def judge(meta: Mapping[str, Any], cells: AbstractSet[Node], links: AbstractSet[tuple[Node, Node]]) -> dict[str, bool]:
     """Check an abstract drawing: ``cells`` in the path colour and ``links`` between them.
 
     Each check is True when the drawing does NOT commit that violation.
     """
-    start, end = tuple(meta["start"]), tuple(meta["end"])
-    graph = nx.Graph()
-    graph.add_nodes_from(cells)
-    breach = False
-    for a, b in links:
-        graph.add_edge(a, b)
-        breach |= not _is_open(meta, a, b)
-    link_degree = dict(graph.degree())
-    portals = {(p["layers"][0], tuple(p["cell"])) for p in meta["portals"]}
-    skip = False
-    for layer, r, c in sorted(cells):
-        upper = (layer + 1, r, c)
-        if upper in cells and link_degree[(layer, r, c)] <= 1 and link_degree[upper] <= 1:
-            graph.add_edge((layer, r, c), upper)
-            skip |= (layer, (r, c)) not in portals
-    components = nx.number_connected_components(graph)
-    # A forest whose nodes have degree <= 2 is a set of simple paths: no branch, no loop.
-    simple = graph.number_of_edges() == graph.number_of_nodes() - components and max(
-        (d for _, d in graph.degree()), default=0) <= 2
-    return {
-        "missing_start": start in cells,
-        "wrong_exit": end in cells,
-        "disconnected": components == 1,
-        "branching": simple,
-        "wall_breach": not breach,
-        "portal_skip": not skip,
-    }
+    return Judge(meta)(cells, links)
+
+
+class Judge:
+    """``judge`` for one maze, with its open passages and portals looked up once (the
+    generator judges hundreds of candidate drawings per puzzle)."""
+
+    def __init__(self, meta: Mapping[str, Any]) -> None:
+        self.start, self.end = tuple(meta["start"]), tuple(meta["end"])
+        self.portals = {(p["layers"][0], *p["cell"]) for p in meta["portals"]}
+        self.passages = frozenset(
+            ((layer, r, c), (layer, r + dr, c + dc))
+            for layer, (east, south) in enumerate(zip(meta["open_east"], meta["open_south"]))
+            for opened, dr, dc in ((east, 0, 1), (south, 1, 0))
+            for r, row in enumerate(opened) for c, value in enumerate(row) if value == "1")
+
+    def __call__(self, cells: AbstractSet[Node], links: AbstractSet[tuple[Node, Node]]) -> dict[str, bool]:
+        ordered = {(a, b) if a < b else (b, a) for a, b in links}
+        nodes = set(cells).union(*ordered)
+        degree = Counter(chain.from_iterable(ordered))
+        breach = not ordered <= self.passages
+        # Moving to the next layer: the path ends at a cell and starts again above it.
+        jumps = [((layer, r, c), (layer + 1, r, c)) for layer, r, c in cells
+                 if (layer + 1, r, c) in cells and degree[(layer, r, c)] <= 1 and degree[(layer + 1, r, c)] <= 1]
+        skip = any(low not in self.portals for low, _ in jumps)
+        degree.update(chain.from_iterable(jumps))
+        if breach or len({low[0] for low, _ in jumps}) < len(jumps):
+            components, loop = _components(nodes, [*ordered, *jumps])
+        else:
+            # Passages of a perfect maze form a forest, and one jump per pair of layers cannot
+            # close a loop: each link or jump joins two parts.
+            components, loop = len(nodes) - len(ordered) - len(jumps), False
+        return {
+            "missing_start": self.start in cells,
+            "wrong_exit": self.end in cells,
+            "disconnected": components == 1,
+            # A forest whose nodes have degree <= 2 is a set of simple paths: no branch, no loop.
+            "branching": not loop and max(degree.values(), default=0) <= 2,
+            "wall_breach": not breach,
+            "portal_skip": not skip,
+        }
 
 
 def _is_open(meta: Mapping[str, Any], a: Node, b: Node) -> bool:
-    layer, r1, c1 = min(a, b)
-    _, r2, c2 = max(a, b)
-    if a[0] != b[0] or abs(r1 - r2) + abs(c1 - c2) != 1:
-        return False
-    if r1 == r2:
-        return meta["open_east"][layer][r1][c1] == "1"
-    return meta["open_south"][layer][r1][c1] == "1"
+    """Whether the passage between two cells is open (no wall between neighbours)."""
+    return (min(a, b), max(a, b)) in Judge(meta).passages
+
+
+def _components(nodes: AbstractSet[Node], links: list[tuple[Node, Node]]) -> tuple[int, bool]:
+    """(connected parts, whether some link closes a loop), by union-find."""
+    parent = {node: node for node in nodes}
+
+    def root(x: Node) -> Node:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    loop = False
+    for a, b in links:
+        ra, rb = root(a), root(b)
+        loop |= ra == rb
+        parent[ra] = rb
+    return sum(1 for node in nodes if root(node) == node), loop
 
 
 def sample_grid(meta: Mapping[str, Any]) -> tuple[list[Node], list[tuple[Node, Node]], np.ndarray]:
