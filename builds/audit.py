@@ -32,7 +32,15 @@ from vrforge.fileio import sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.pickers import PICKERS, PROBE, gate_figures, option_features
 from vrforge.registry import UnknownTask, get_task
-from vrforge.schemas.layout import AUDIT_FILE, BOOKKEEPING_FILES, CARD_FILE, DIFFICULTIES, MAIN_RESOLUTION, MANIFEST_FILE, config_name
+from vrforge.schemas.layout import (
+    AUDIT_FILE,
+    BOOKKEEPING_FILES,
+    CARD_FILE,
+    MAIN_RESOLUTION,
+    MANIFEST_FILE,
+    config_name,
+    difficulty_rank,
+)
 
 PICKER_LIMIT = 0.30
 PICKER_MIN_PUZZLES = 100  # below this a picker's accuracy is noise: reported, not judged
@@ -199,21 +207,29 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
     for result in results:
         for task, rid, features, answer in result["picks"]:
             by_task[task].append((rid, features, answer))
+    recipe_tasks = manifest.get("recipe", {}).get("tasks", {})
     answers: dict[str, list[int]] = {}
     pickers: dict[str, dict[str, float | None]] = {}  # None: too few puzzles for the probe
+    pickers_by_level: dict[str, dict[str, dict[str, float | None]]] = {}
     for task in sorted(by_task):  # sorted by id: the probe's halves do not depend on the worker count
         rows = sorted(by_task[task], key=lambda item: item[0])
         answers[task] = [answer for _, _, answer in rows]
-        figures = gate_figures(np.stack([features for _, features, _ in rows]), answers[task])
-        pickers[task] = {name: round(value, 4) if value == value else None for name, value in figures.items()}
+        pickers[task] = _gate(rows)
+        levels = recipe_tasks.get(task, {}).get("difficulties") or sorted({level_of(rid) for rid, _, _ in rows})
+        if len(levels) > 1:
+            pickers_by_level[task] = {level: _gate([r for r in rows if level_of(r[0]) == level]) for level in levels}
     for task, accuracy in pickers.items():
-        if len(answers[task]) < PICKER_MIN_PUZZLES:
-            continue
-        for name in (*PICKERS, PROBE):
-            value = accuracy[name]
-            if value is not None and value > PICKER_LIMIT:
-                what = "the learned context-blind probe" if name == PROBE else f"context-blind picker {name}"
-                problems.append(f"{task}: {what} scores {value:.3f} > {PICKER_LIMIT}")
+        judged = [(task, accuracy, len(answers[task]))]
+        judged += [(f"{task} {level}", figures, sum(1 for rid, _, _ in by_task[task] if level_of(rid) == level))
+                   for level, figures in pickers_by_level.get(task, {}).items()]
+        for where, figures, puzzles in judged:
+            if puzzles < PICKER_MIN_PUZZLES:
+                continue
+            for name in (*PICKERS, PROBE):
+                value = figures[name]
+                if value is not None and value > PICKER_LIMIT:
+                    what = "the learned context-blind probe" if name == PROBE else f"context-blind picker {name}"
+                    problems.append(f"{where}: {what} scores {value:.3f} > {PICKER_LIMIT}")
     positions = Counter(a for values in answers.values() for a in values)
     counts = [positions.get(i, 0) for i in range(5)]
     statistic, p_value = chi_square_uniform(counts)
@@ -222,15 +238,17 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
 
     difficulty = {}
     for task, by_level in manifest.get("difficulty_stats", {}).items():
-        levels = [d for d in DIFFICULTIES if d in by_level]
+        order = recipe_tasks.get(task, {}).get("difficulties") or sorted(by_level, key=difficulty_rank)
+        levels = [d for d in order if d in by_level]
         values = {stat: [by_level[d][stat] for d in levels] for stat in sorted(by_level[levels[0]])} if levels else {}
         growing = sorted(stat for stat, v in values.items() if all(a < b for a, b in zip(v, v[1:])))
         headline = get_task(task).difficulty_stat
         difficulty[task] = {"values": values, "growing": growing, "headline": headline}
-        count = manifest.get("recipe", {}).get("tasks", {}).get(task, {}).get("count", 0)
+        difficulty[task]["levels"] = levels
+        count = recipe_tasks.get(task, {}).get("count", 0)
         if count >= GROWTH_MIN_PER_DIFFICULTY and len(levels) > 1 and (headline not in growing if headline else not growing):
             what = f"its difficulty statistic {headline!r}" if headline else "no difficulty statistic"
-            problems.append(f"{task}: {what} does not grow from easy to hard")
+            problems.append(f"{task}: {what} does not grow from level to level ({' < '.join(levels)})")
 
     rows_checked = sum(r["rows"] for r in results)
     report = {
@@ -243,6 +261,7 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
         "row_failure_examples": row_failures[:MAX_LISTED_FAILURES],
         "problems": problems,
         "pickers": pickers,
+        "pickers_by_level": pickers_by_level,
         "picker_limit": PICKER_LIMIT,
         "picker_min_puzzles": PICKER_MIN_PUZZLES,
         "answer_positions": {"counts": counts, "chi2": round(statistic, 4), "p_value": round(p_value, 6)},
@@ -293,7 +312,19 @@ def _shard_jobs(manifest: dict[str, Any], shard_paths: dict[str, list[Path]]) ->
         for path in files:
             task, res = owner.get(config, (config, -1))
             groups[(task, path.name if res >= 0 else str(path))].append((res, str(path)))
-    return [[(path, res == resolutions[0]) for res, path in sorted(members)] for _, members in sorted(groups.items())]
+    # Picks come from each shard's smallest resolution (a level may not be released at the recipe's smallest).
+    return [[(path, rank == 0) for rank, (res, path) in enumerate(sorted(members))] for _, members in sorted(groups.items())]
+
+
+def level_of(row_id: str) -> str:
+    """The level of a row id ``<task>-<level>-<index>``."""
+    return row_id.rsplit("-", 2)[-2]
+
+
+def _gate(rows: list[tuple[str, np.ndarray, int]]) -> dict[str, float | None]:
+    """Every picker's and the probe's accuracy on ``rows`` (sorted by id); None where too few for the probe."""
+    figures = gate_figures(np.stack([features for _, features, _ in rows]), [answer for _, _, answer in rows])
+    return {name: round(value, 4) if value == value else None for name, value in figures.items()}
 
 
 def _map(function, items: list, workers: int, progress: bool) -> list[dict[str, Any]]:

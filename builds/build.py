@@ -107,8 +107,9 @@ def _finish(recipe: Recipe, store: Store, config_hash: str, progress: bool) -> N
     main = MAIN_RESOLUTION if MAIN_RESOLUTION in recipe.resolutions else recipe.resolutions[-1]
     galleries = []
     for task in recipe.tasks:
-        examples = [_gallery_example(store, Shard(task.task, difficulty, 0, _shard_count(recipe, task.count), 0, 0), main)
-                    for difficulty in task.difficulties]
+        examples = [_gallery_example(store, Shard(task.task, level.name, 0, _shard_count(recipe, task.count), 0, 0),
+                                     main if main in level.resolutions else level.resolutions[-1])
+                    for level in task.levels]
         path = gallery_path(task.task)
         store.write_bytes(path, gallery_sheet(examples))
         galleries.append(path)
@@ -134,10 +135,10 @@ def _finish(recipe: Recipe, store: Store, config_hash: str, progress: bool) -> N
     for task in recipe.tasks:
         for res in main_first(recipe.resolutions):
             name = config_name(task.task, res)
-            counts[name] = {d: task.count for d in task.difficulties}
+            counts[name] = {d: task.count for d in task.levels_at(res)}
             sizes[name] = {d: sum(entry["bytes"] for rel, entry in files.items() if rel.startswith(f"data/{name}/{d}-"))
-                           for d in task.difficulties}
-    card = render_card(recipe, config_hash, counts, sizes, galleries).encode("utf-8")
+                           for d in task.levels_at(res)}
+    card = render_card(recipe, config_hash, counts, sizes, galleries, stats).encode("utf-8")
     store.write_bytes(CARD_FILE, card)
     steps.update(1)
 

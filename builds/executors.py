@@ -43,32 +43,35 @@ class LocalExecutor:
         if self.workers <= 1:
             reuse_large_buffers()
             for shard in shards:
-                built = (build_item(item, resolutions, config_hash) for item in shard.items(recipe_seed))
-                yield write_shard(store, shard, resolutions, built, on_items)
+                widths = shard.resolutions or resolutions
+                built = (build_item(item, widths, config_hash) for item in shard.items(recipe_seed))
+                yield write_shard(store, shard, widths, built, on_items)
             return
         # One pass over the shards feeds the pool (it runs a bounded window ahead), the other
         # writes them; tee holds only the shards between the two.
         for_items, for_writing = tee(shards)
-        results = _pool_results((item for shard in for_items for item in shard.items(recipe_seed)),
-                                resolutions, config_hash, self.workers)
+        results = _pool_results(((item, shard.resolutions or resolutions) for shard in for_items
+                                 for item in shard.items(recipe_seed)), config_hash, self.workers)
         try:
             for shard in for_writing:
-                yield write_shard(store, shard, resolutions, islice(results, shard.stop - shard.start), on_items)
+                yield write_shard(store, shard, shard.resolutions or resolutions,
+                                  islice(results, shard.stop - shard.start), on_items)
         finally:
             results.close()
 
 
-def _pool_results(items: Iterator[PlanItem], resolutions: tuple[int, ...], config_hash: str,
+def _pool_results(items: Iterator[tuple[PlanItem, tuple[int, ...]]], config_hash: str,
                   workers: int) -> Generator[BuiltItem, None, None]:
-    """Built items in plan order; a bounded window of ``4 * workers`` items runs ahead in a pool."""
+    """Built items (each at its resolutions) in plan order; a bounded window of ``4 * workers``
+    items runs ahead in a pool."""
     context = multiprocessing.get_context("forkserver")
     pool = context.Pool(workers, initializer=_init_worker)
     try:
-        pending = deque(pool.apply_async(build_item, (item, resolutions, config_hash)) for item in islice(items, 4 * workers))
+        pending = deque(pool.apply_async(build_item, (item, widths, config_hash)) for item, widths in islice(items, 4 * workers))
         while pending:
             built = pending.popleft().get()
-            for item in islice(items, 1):
-                pending.append(pool.apply_async(build_item, (item, resolutions, config_hash)))
+            for item, widths in islice(items, 1):
+                pending.append(pool.apply_async(build_item, (item, widths, config_hash)))
             yield built
     finally:
         pool.terminate()
@@ -86,8 +89,9 @@ def build_shard_task(store: Store, shard: Shard, recipe_seed: int, resolutions: 
                      config_hash: str) -> ShardReport:
     """One Dask task: build a shard's items in order and commit its files and record."""
     reuse_large_buffers()
-    built = (build_item(item, resolutions, config_hash) for item in shard.items(recipe_seed))
-    return write_shard(store, shard, resolutions, built)
+    widths = shard.resolutions or resolutions
+    built = (build_item(item, widths, config_hash) for item in shard.items(recipe_seed))
+    return write_shard(store, shard, widths, built)
 
 
 class DaskExecutor:

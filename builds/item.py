@@ -43,7 +43,7 @@ class BuiltItem:
 
 def build_item(item: PlanItem, resolutions: tuple[int, ...], config_hash: str) -> BuiltItem:
     spec = get_task(item.task)
-    config = spec.config(item.difficulty)
+    config = spec.config(item.difficulty) if item.config is None else item.config
     seconds = dict.fromkeys(STAGES, 0.0)
     rejections: Counter = Counter()
     for attempt in range(MAX_ATTEMPTS):

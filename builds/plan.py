@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from vrforge.builds.recipe import Recipe
 from vrforge.schemas.layout import config_name, item_id, shard_path
@@ -15,6 +16,9 @@ class PlanItem:
     difficulty: str
     index: int
     recipe_seed: int
+    # The level's config; None: the task's preset of the name ``difficulty``. Not part of the
+    # item's identity: the seed derives from (recipe seed, task, level name, index) alone.
+    config: Any = field(default=None, compare=False)
 
     @property
     def id(self) -> str:
@@ -31,6 +35,8 @@ class Shard:
     of: int
     start: int
     stop: int
+    config: Any = field(default=None, compare=False)  # the level's config (None: the preset of that name)
+    resolutions: tuple[int, ...] = ()  # the level's resolutions: one parquet file each
 
     @property
     def key(self) -> str:
@@ -40,14 +46,15 @@ class Shard:
         return shard_path(config_name(self.task, resolution), self.difficulty, self.number, self.of)
 
     def items(self, recipe_seed: int) -> list[PlanItem]:
-        return [PlanItem(self.task, self.difficulty, i, recipe_seed) for i in range(self.start, self.stop)]
+        return [PlanItem(self.task, self.difficulty, i, recipe_seed, self.config) for i in range(self.start, self.stop)]
 
 
 def iter_shards(recipe: Recipe) -> Iterator[Shard]:
     """The shards in plan order, made one at a time: a plan of millions of puzzles is never held."""
     for task in recipe.tasks:
         of = -(-task.count // recipe.rows_per_shard)
-        for difficulty in task.difficulties:
+        for level in task.levels:
             for number in range(of):
                 start = number * recipe.rows_per_shard
-                yield Shard(task.task, difficulty, number, of, start, min(task.count, start + recipe.rows_per_shard))
+                yield Shard(task.task, level.name, number, of, start, min(task.count, start + recipe.rows_per_shard),
+                            level.config, level.resolutions)

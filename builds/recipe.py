@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import tomllib
@@ -10,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from vrforge.errors import UserError
-from vrforge.registry import UnknownTask, get_task
-from vrforge.schemas.layout import DIFFICULTIES, MANIFEST_FILE, RESOLUTIONS
+from vrforge.params import ParamError, level_config
+from vrforge.registry import TaskSpec, UnknownTask, get_task
+from vrforge.schemas.layout import DIFFICULTIES, LEVEL_NAME, MAIN_RESOLUTION, MANIFEST_FILE, RESOLUTIONS
 
 KNOWN_KEYS = {"name", "version", "seed", "license", "resolutions", "rows_per_shard", "tasks"}
-TASK_KEYS = {"count", "difficulties"}
+TASK_KEYS = {"count", "difficulties", "levels"}
 
 
 class RecipeError(UserError, ValueError):
@@ -56,10 +58,39 @@ def holds_build(out: Path, config_hash: str) -> bool:
 
 
 @dataclass(frozen=True)
+class Level:
+    """One split of a task: its name, the config its puzzles are generated from, the preset that
+    config starts from and the resolutions it is released at (a subset of the recipe's)."""
+
+    name: str
+    config: Any
+    preset: str
+    resolutions: tuple[int, ...]
+
+    def normalised(self) -> dict[str, Any]:
+        return {"preset": self.preset, "params": dataclasses.asdict(self.config), "resolutions": list(self.resolutions)}
+
+
+@dataclass(frozen=True)
 class TaskRecipe:
     task: str
-    count: int  # puzzles per difficulty
-    difficulties: tuple[str, ...]
+    count: int  # puzzles per level
+    levels: tuple[Level, ...]
+
+    @property
+    def difficulties(self) -> tuple[str, ...]:
+        """The level names, in the recipe's order (easiest first): the splits."""
+        return tuple(level.name for level in self.levels)
+
+    def level(self, name: str) -> Level:
+        for level in self.levels:
+            if level.name == name:
+                return level
+        raise KeyError(f"task {self.task!r} has no level {name!r} (choose from {', '.join(self.difficulties)})")
+
+    def levels_at(self, resolution: int) -> tuple[str, ...]:
+        """The levels released at ``resolution``: the splits of that resolution's config."""
+        return tuple(level.name for level in self.levels if resolution in level.resolutions)
 
 
 @dataclass(frozen=True)
@@ -81,7 +112,8 @@ class Recipe:
             "license": self.license,
             "resolutions": list(self.resolutions),
             "rows_per_shard": self.rows_per_shard,
-            "tasks": {t.task: {"count": t.count, "difficulties": list(t.difficulties)} for t in self.tasks},
+            "tasks": {t.task: {"count": t.count, "difficulties": list(t.difficulties),
+                               "levels": {level.name: level.normalised() for level in t.levels}} for t in self.tasks},
         }
 
     def config_hash(self) -> str:
@@ -100,7 +132,26 @@ class Recipe:
     def with_resolutions(self, resolutions: list[int] | None) -> Recipe:
         if not resolutions:
             return self
-        return replace(self, resolutions=parse_resolutions(resolutions, "--resolutions"))
+        chosen = parse_resolutions(resolutions, "--resolutions")
+        tasks = []
+        for task in self.tasks:
+            levels = []
+            for level in task.levels:
+                kept = tuple(r for r in level.resolutions if r in chosen)
+                if not kept:
+                    raise RecipeError(f"--resolutions: level {level.name!r} of {task.task} is released only at "
+                                      f"{', '.join(map(str, level.resolutions))} px")
+                levels.append(replace(level, resolutions=kept))
+            tasks.append(replace(task, levels=tuple(levels)))
+        recipe = replace(self, resolutions=chosen, tasks=tuple(tasks))
+        check_legibility(recipe, "--resolutions")
+        return recipe
+
+    def task(self, name: str) -> TaskRecipe:
+        for task in self.tasks:
+            if task.task == name:
+                return task
+        raise RecipeError(f"recipe {self.name!r} has no task {name!r}")
 
 
 def parse_resolutions(value: Any, where: str) -> tuple[int, ...]:
@@ -176,17 +227,8 @@ def parse_recipe(data: dict[str, Any], source: str = "recipe") -> Recipe:
         if "count" not in entry:
             raise RecipeError(f"{where}: missing required field 'count'")
         count = _positive_int(entry["count"], f"{where} count")
-        difficulties = entry.get("difficulties", list(DIFFICULTIES))
-        if not isinstance(difficulties, list) or not difficulties:
-            raise RecipeError(f"{where}: 'difficulties' must be a non-empty list")
-        for difficulty in difficulties:
-            if difficulty not in spec.difficulties:
-                raise RecipeError(f"{where}: unknown difficulty {difficulty!r} (choose from {', '.join(spec.difficulties)})")
-        if len(set(difficulties)) != len(difficulties):
-            raise RecipeError(f"{where}: repeated difficulty")
-        ordered = tuple(d for d in DIFFICULTIES if d in difficulties)
-        tasks.append(TaskRecipe(task=name, count=count, difficulties=ordered))
-    return Recipe(
+        tasks.append(TaskRecipe(task=name, count=count, levels=_parse_levels(spec, entry, resolutions, where)))
+    recipe = Recipe(
         name=data["name"].strip(),
         version=data["version"].strip(),
         seed=seed,
@@ -195,3 +237,75 @@ def parse_recipe(data: dict[str, Any], source: str = "recipe") -> Recipe:
         rows_per_shard=rows_per_shard,
         tasks=tuple(tasks),
     )
+    check_legibility(recipe, source)
+    return recipe
+
+
+def _parse_levels(spec: TaskSpec, entry: dict[str, Any], resolutions: tuple[int, ...], where: str) -> tuple[Level, ...]:
+    """The task's levels: ``difficulties`` lists them in order (presets by name, or levels defined
+    under ``levels``); a ``[tasks.T.levels.NAME]`` table starts from ``preset`` (default: the preset
+    of the same name) and overrides parameters. Without ``difficulties``: easy, medium, hard, then
+    the defined levels in the order the recipe writes them."""
+    tables = entry.get("levels", {})
+    if not isinstance(tables, dict):
+        raise RecipeError(f"{where}: 'levels' must be a table of levels, e.g. [tasks.{spec.name}.levels.expert]")
+    defined = list(tables)
+    names = entry.get("difficulties", [*DIFFICULTIES, *(n for n in defined if n not in DIFFICULTIES)])
+    if not isinstance(names, list) or not names:
+        raise RecipeError(f"{where}: 'difficulties' must be a non-empty list")
+    if len(set(names)) != len(names):
+        raise RecipeError(f"{where}: repeated difficulty")
+    unlisted = [n for n in defined if n not in names]
+    if unlisted:
+        raise RecipeError(f"{where}: level(s) {', '.join(unlisted)} are defined but not listed in 'difficulties'")
+    levels = []
+    for name in names:
+        if not isinstance(name, str) or not LEVEL_NAME.match(name):
+            raise RecipeError(f"{where}: level name {name!r} must be lower-case letters and digits, starting with a letter")
+        table = tables.get(name)
+        if table is None:
+            if name not in spec.difficulties:
+                raise RecipeError(f"{where}: unknown difficulty {name!r} (choose from {', '.join(spec.difficulties)}, "
+                                  f"or define it under [tasks.{spec.name}.levels.{name}])")
+            levels.append(Level(name, spec.difficulties[name], name, resolutions))
+            continue
+        here = f"{where[:-1]}.levels.{name}]"
+        if not isinstance(table, dict):
+            raise RecipeError(f"{here} must be a table")
+        overrides = dict(table)
+        preset = overrides.pop("preset", name if name in spec.difficulties else None)
+        if preset is None:
+            raise RecipeError(f"{here}: a new level needs 'preset', the level it starts from "
+                              f"(one of {', '.join(spec.difficulties)})")
+        if not isinstance(preset, str):
+            raise RecipeError(f"{here}: 'preset' must be a level name, got {preset!r}")
+        level_resolutions = resolutions
+        if "resolutions" in overrides:
+            level_resolutions = parse_resolutions(overrides.pop("resolutions"), f"{here} 'resolutions'")
+            outside = [r for r in level_resolutions if r not in resolutions]
+            if outside:
+                raise RecipeError(f"{here}: resolution(s) {', '.join(map(str, outside))} are not among the recipe's")
+            if MAIN_RESOLUTION in resolutions and MAIN_RESOLUTION not in level_resolutions:
+                raise RecipeError(f"{here}: 'resolutions' must include the main resolution {MAIN_RESOLUTION}")
+        try:
+            config = level_config(spec.difficulties, preset, overrides)
+        except ParamError as exc:
+            raise RecipeError(f"{here}: {exc}") from None
+        levels.append(Level(name, config, preset, level_resolutions))
+    return tuple(levels)
+
+
+def check_legibility(recipe: Recipe, source: str) -> None:
+    """RecipeError (one line) for the first level released at a resolution where one of its
+    features is smaller than the task's floor: the build never writes an unreadable picture."""
+    for task in recipe.tasks:
+        spec = get_task(task.task)
+        for level in task.levels:
+            for resolution in level.resolutions:
+                problems = spec.illegible(level.config, resolution)
+                if problems:
+                    legible = [r for r in RESOLUTIONS if r > resolution and not spec.illegible(level.config, r)]
+                    hint = (f"release it at {legible[0]} px and up (resolutions = [...] in its level table)"
+                            if legible else "choose smaller parameters")
+                    raise RecipeError(f"{source}: {task.task} level {level.name!r} is illegible at {resolution} px "
+                                      f"({'; '.join(problems)}); {hint}")

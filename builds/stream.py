@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vrforge.builds.curriculum import Curriculum
 from vrforge.builds.item import build_item
 from vrforge.builds.plan import PlanItem
 from vrforge.builds.recipe import Recipe, RecipeError
@@ -32,29 +33,49 @@ DEFAULT_BLOCK = 16  # indices per datasets shard: small enough to spread over lo
 
 @dataclass(frozen=True)
 class PuzzleSource:
-    """Which puzzles: (task, difficulty, indices [start, stop)) under a recipe seed and config hash.
+    """Which puzzles: (task, level, indices [start, stop)) under a recipe seed and config hash.
 
-    Pass ``recipe`` to reproduce a release's rows exactly (its seed and config hash); without
-    one, rows carry ``config_hash`` "stream" and the recipe seed given.
+    ``difficulty`` is a level name, or a ``Curriculum`` that gives each index its level.
+    Pass ``recipe`` to reproduce a release's rows exactly (its seed, config hash and levels); without
+    one, rows carry ``config_hash`` "stream" and the recipe seed given, and a level name is a preset.
     """
 
     task: str
-    difficulty: str
+    difficulty: str | Curriculum
     start: int
     stop: int
     resolution: int = 1024
     recipe_seed: int = 0
     config_hash: str = "stream"
+    config: Any = None  # the level's config when it is not the task's preset of that name
 
     @classmethod
-    def from_recipe(cls, recipe: Recipe, task: str, difficulty: str, start: int, stop: int,
+    def from_recipe(cls, recipe: Recipe, task: str, difficulty: str | Curriculum, start: int, stop: int,
                     resolution: int = 1024) -> PuzzleSource:
-        if task not in {t.task for t in recipe.tasks}:
-            raise RecipeError(f"recipe {recipe.name!r} has no task {task!r}")
-        return cls(task, difficulty, start, stop, resolution, recipe.seed, recipe.config_hash())
+        levels = recipe.task(task).levels
+        if isinstance(difficulty, Curriculum):
+            configs = {level.name: level.config for level in levels}
+            curriculum = Curriculum(difficulty.stages, {**configs, **difficulty.configs})
+            return cls(task, curriculum, start, stop, resolution, recipe.seed, recipe.config_hash())
+        try:
+            level = next(lv for lv in levels if lv.name == difficulty)
+        except StopIteration:
+            raise RecipeError(f"recipe {recipe.name!r} has no level {difficulty!r} of {task} "
+                              f"(choose from {', '.join(lv.name for lv in levels)})") from None
+        return cls(task, difficulty, start, stop, resolution, recipe.seed, recipe.config_hash(), level.config)
+
+    def level_of(self, index: int) -> tuple[str, Any]:
+        """(level name, config) of index ``index``."""
+        if isinstance(self.difficulty, Curriculum):
+            name = self.difficulty.level(self.recipe_seed, self.task, index)
+            return name, self.difficulty.config(self.task, name)
+        return self.difficulty, self.config if self.config is not None else get_task(self.task).config(self.difficulty)
 
     def validate(self) -> None:
-        get_task(self.task).config(self.difficulty)  # unknown task or difficulty: one clear error
+        if isinstance(self.difficulty, Curriculum):
+            self.difficulty.validate(self.task)
+        elif self.config is None:
+            get_task(self.task).config(self.difficulty)  # unknown task or difficulty: one clear error
         if not 0 <= self.start <= self.stop:
             raise ValueError(f"need 0 <= start <= stop, got [{self.start}, {self.stop})")
         if self.resolution not in RESOLUTIONS:
@@ -66,7 +87,8 @@ def iter_rows(source: PuzzleSource, indices: Sequence[int] | None = None) -> Ite
     source.validate()
     features = tacit_features()
     for index in range(source.start, source.stop) if indices is None else indices:
-        built = build_item(PlanItem(source.task, source.difficulty, index, source.recipe_seed),
+        level, config = source.level_of(index)
+        built = build_item(PlanItem(source.task, level, index, source.recipe_seed, config),
                            (source.resolution,), source.config_hash)
         images = built.images[source.resolution]
         row = dict(built.fields)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from string import Template
@@ -13,7 +13,7 @@ import yaml
 
 from vrforge.pickers import PICKERS, PROBE
 from vrforge.registry import get_task
-from vrforge.schemas.layout import SPLITS, config_name, main_first, split_glob
+from vrforge.schemas.layout import config_name, main_first, split_glob
 from vrforge.schemas.tacit import tacit_features
 
 
@@ -24,6 +24,10 @@ class CardTask(Protocol):
     def count(self) -> int: ...
     @property
     def difficulties(self) -> tuple[str, ...]: ...
+    @property
+    def levels(self) -> Sequence[Any]: ...  # each with name, config, preset, resolutions
+
+    def levels_at(self, resolution: int) -> tuple[str, ...]: ...
 
 
 class CardRecipe(Protocol):
@@ -73,7 +77,7 @@ def card_metadata(recipe: CardRecipe, counts: dict[str, dict[str, int]], sizes: 
     """Licence, categories, one config per task x resolution (the first 1024 px one is the
     default) with its split globs, and ``dataset_info`` with features and split sizes."""
     features = tacit_features()._to_yaml_list()
-    configs, infos = card_configs(((config_name(task.task, res), features, task.difficulties)
+    configs, infos = card_configs(((config_name(task.task, res), features, task.levels_at(res))
                                    for task in recipe.tasks for res in main_first(recipe.resolutions)), counts, sizes)
     puzzles = sum(t.count * len(t.difficulties) for t in recipe.tasks)
     return {
@@ -87,17 +91,36 @@ def card_metadata(recipe: CardRecipe, counts: dict[str, dict[str, int]], sizes: 
     }
 
 
-def render_card(recipe: CardRecipe, config_hash: str, counts: dict[str, dict[str, int]], sizes: dict[str, dict[str, int]],
-                galleries: list[str]) -> str:
-    """``counts`` and ``sizes`` (parquet bytes): config -> split -> value."""
-    task_rows = ["| task | domain | difficulties (parameters) |", "|---|---|---|"]
+def level_table(recipe: CardRecipe, stats: Mapping[str, Mapping[str, Mapping[str, float]]]) -> list[str]:
+    """One row per task and level: its parameters, resolutions and measured difficulty statistic
+    (the mean per puzzle of the task's headline statistic, from the build's ``stats``)."""
+    rows = ["| task | level | parameters | resolutions | difficulty statistic (mean) |", "|---|---|---|---|---|"]
     for task in recipe.tasks:
         spec = get_task(task.task)
-        params = "; ".join(f"{d}: {json.dumps(spec.parameters()[d], sort_keys=True)}" for d in task.difficulties)
-        task_rows.append(f"| `{task.task}` | {spec.domain} | {params} |")
-    count_rows = ["| config | " + " | ".join(SPLITS) + " |", "|---|---|---|---|"]
+        for level in task.levels:
+            params = ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(level.config).items())
+            origin = "" if level.preset == level.name and level.config == spec.difficulties.get(level.name) \
+                else f" (from `{level.preset}`)"
+            value = stats.get(task.task, {}).get(level.name, {}).get(spec.difficulty_stat)
+            measured = f"{spec.difficulty_stat} {value:g}" if value is not None else ""
+            rows.append(f"| `{task.task}` | `{level.name}`{origin} | {params} | "
+                        f"{', '.join(map(str, level.resolutions))} | {measured} |")
+    return rows
+
+
+def render_card(recipe: CardRecipe, config_hash: str, counts: dict[str, dict[str, int]], sizes: dict[str, dict[str, int]],
+                galleries: list[str], stats: Mapping[str, Mapping[str, Mapping[str, float]]] | None = None) -> str:
+    """``counts`` and ``sizes`` (parquet bytes): config -> split -> value; ``stats``: task -> level ->
+    statistic -> mean per puzzle."""
+    task_rows = ["| task | domain | description |", "|---|---|---|"]
+    for task in recipe.tasks:
+        spec = get_task(task.task)
+        task_rows.append(f"| `{task.task}` | {spec.domain} | {spec.description} |")
+    task_rows += ["", *level_table(recipe, stats or {})]
+    splits = list(dict.fromkeys(level for task in recipe.tasks for level in task.difficulties))
+    count_rows = ["| config | " + " | ".join(splits) + " |", "|---" * (len(splits) + 1) + "|"]
     for config in counts:
-        count_rows.append(f"| `{config}` | " + " | ".join(str(counts[config].get(s, 0)) for s in SPLITS) + " |")
+        count_rows.append(f"| `{config}` | " + " | ".join(str(counts[config].get(s, 0)) for s in splits) + " |")
     template = Template((resources.files("vrforge.cards") / "templates" / "tacit.md").read_text(encoding="utf-8"))
     return template.substitute(
         yaml=yaml.safe_dump(card_metadata(recipe, counts, sizes), sort_keys=False, allow_unicode=True).rstrip("\n"),
@@ -135,14 +158,28 @@ def audit_section(report: dict[str, Any]) -> str:
                                                   for name in (*PICKERS, PROBE)) + " |")
     positions = report["answer_positions"]
     lines += ["", f"Answer positions {positions['counts']}: χ² {positions['chi2']:.2f}, p {positions['p_value']:.2f} "
-              "(uniform).", "", "Difficulty (mean per puzzle, easy / medium / hard) and rejected generation attempts:", "",
-              "| task | statistic | easy / medium / hard | rejected attempts |", "|---|---|---|---|"]
+              "(uniform).", "", "Difficulty (mean per puzzle, level by level) and rejected generation attempts:", "",
+              "| task | statistic | levels | values | rejected attempts |", "|---|---|---|---|---|"]
     for task, stats in report["difficulty_stats"].items():
         name = stats["headline"] or (stats["growing"][0] if stats["growing"] else None)
         values = " / ".join(f"{v:g}" for v in stats["values"].get(name, [])) if name else ""
         rejected = sum(report["rejections"].get(task, {}).values())
-        lines.append(f"| `{task}` | {name or ''} | {values} | {rejected} |")
+        lines.append(f"| `{task}` | {name or ''} | {' / '.join(stats.get('levels', []))} | {values} | {rejected} |")
+    by_level = report.get("pickers_by_level", {})
+    if by_level:
+        lines += ["", "The same pickers and probe level by level (highest figure of each):", "",
+                  "| task | " + " | ".join(dict.fromkeys(lv for levels in by_level.values() for lv in levels)) + " |"]
+        columns = list(dict.fromkeys(lv for levels in by_level.values() for lv in levels))
+        lines.append("|---" * (len(columns) + 1) + "|")
+        for task, levels in by_level.items():
+            cells = [max((v for v in levels[c].values() if v is not None), default=None) if c in levels else None
+                     for c in columns]
+            lines.append(f"| `{task}` | " + " | ".join(_cell(v) for v in cells) + " |")
     return "\n".join(lines)
+
+
+def _cell(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def with_audit_section(card: str, section: str) -> str:

@@ -20,9 +20,14 @@ from __future__ import annotations
 
 import re
 
-DIFFICULTIES = ("easy", "medium", "hard")
-DIFFICULTY_ORDER = {name: rank for rank, name in enumerate(DIFFICULTIES)}
-SPLITS = DIFFICULTIES  # a TACIT config's splits are its difficulties
+DIFFICULTIES = ("easy", "medium", "hard")  # the presets every task has
+# Every level a built-in task ships, in order of difficulty; a recipe may add levels of any name.
+LEVELS = (*DIFFICULTIES, "expert")
+DIFFICULTY_ORDER = {name: rank for rank, name in enumerate(LEVELS)}
+SPLITS = DIFFICULTIES  # a TACIT config's splits are its levels; these three are always there
+# A level's name: lower-case letters and digits, so that it is a split name and
+# ``<task>_<level>_<NNNN>.png`` parses back without ambiguity (task names hold underscores).
+LEVEL_NAME = re.compile(r"^[a-z][a-z0-9]*$")
 RESOLUTIONS = (512, 1024, 2048)
 MAIN_RESOLUTION = 1024
 
@@ -33,12 +38,12 @@ BOOKKEEPING_FILES = (MANIFEST_FILE, AUDIT_FILE)  # not listed in the manifest's 
 OUTPUTS_FOLDER = "model_output"
 
 _CONFIG = re.compile(r"^(?P<task>.+?)(?:-(?P<res>\d+))?$")
-_OUTPUT_STEM = re.compile(r"^(?P<task>.+)_(?P<difficulty>" + "|".join(DIFFICULTIES) + r")_(?P<index>\d+)$")
+_OUTPUT_STEM = re.compile(r"^(?P<task>.+)_(?P<difficulty>[a-z][a-z0-9]*)_(?P<index>\d+)$")
 
 
 def difficulty_rank(difficulty: str) -> int:
-    """Sort key: easy, medium, hard, then anything unknown."""
-    return DIFFICULTY_ORDER.get(difficulty, len(DIFFICULTIES))
+    """Sort key: easy, medium, hard, expert, then anything else."""
+    return DIFFICULTY_ORDER.get(difficulty, len(LEVELS))
 
 
 def item_id(task: str, difficulty: str, index: int) -> str:

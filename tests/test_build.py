@@ -141,16 +141,17 @@ def test_the_audit_fails_a_task_whose_options_give_the_answer_away(built, tmp_pa
 
     copy = tmp_path / "copy"
     shutil.copytree(built, copy)
-    seen = {}
+    seen = []
 
     def leaky(features, answers):  # the real figures, with the probe finding half the answers
-        seen["shape"] = features.shape
+        seen.append(features.shape)
         return {**dict.fromkeys(PICKERS, 0.2), PROBE: 0.5}
 
     monkeypatch.setattr(audit_module, "gate_figures", leaky)
     monkeypatch.setattr(audit_module, "PICKER_MIN_PUZZLES", 9)
     report = audit_module.audit(copy, progress=False)
-    assert seen["shape"] == (9, 5, 6)  # every puzzle of the task, once (smallest resolution)
+    # every puzzle of the task once (smallest resolution), then each level's three
+    assert seen == [(9, 5, 6), (3, 5, 6), (3, 5, 6), (3, 5, 6)]
     assert not report["passed"]
     assert "maze: the learned context-blind probe scores 0.500 > 0.3" in report["problems"]
 

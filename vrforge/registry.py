@@ -33,7 +33,8 @@ import numpy as np
 
 from vrforge.errors import UserError
 from vrforge.imageio import UnusableImage, load_rgb
-from vrforge.schemas.layout import DIFFICULTIES
+from vrforge.params import RESERVED_LEVEL_KEYS
+from vrforge.schemas.layout import DIFFICULTIES, LEVEL_NAME
 from vrforge.seeding import derive_seed, item_rng
 from vrforge.types import Puzzle, RejectedPuzzle, Verdict
 
@@ -87,6 +88,13 @@ class TaskSpec:
     # vrforge/schemas/json/<name>.meta.schema.json of a built-in task.
     meta_schema: str | os.PathLike[str] | Traversable | Mapping[str, Any] | None = None
     strict: StrictMode | None = None
+    # The smallest features a solver must tell apart, as a share of the image width (so a
+    # feature is share x width pixels at a resolution): config -> {feature: share}. The build
+    # refuses a level and resolution where one falls below its floor in ``legibility_floors``.
+    legibility: Callable[[Any], Mapping[str, float]] | None = None
+    legibility_floors: Mapping[str, float] = dataclasses.field(default_factory=dict)  # feature -> least pixels
+    # The rules a verifier relies on that the puzzle shows without words: rule -> where the picture shows it.
+    conventions: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def config(self, difficulty: str) -> Any:
         if difficulty not in self.difficulties:
@@ -97,6 +105,18 @@ class TaskSpec:
 
     def parameters(self) -> dict[str, dict[str, Any]]:
         return {d: dataclasses.asdict(c) for d, c in self.difficulties.items()}
+
+    def feature_pixels(self, config: Any, width: int) -> dict[str, float]:
+        """Each legibility feature's size in pixels at image ``width`` (empty for a task that declares none)."""
+        if self.legibility is None:
+            return {}
+        return {name: round(share * width, 2) for name, share in self.legibility(config).items()}
+
+    def illegible(self, config: Any, width: int) -> list[str]:
+        """The features that fall below their floor at ``width``, in words (empty: legible)."""
+        pixels = self.feature_pixels(config, width)
+        return [f"{name} is {pixels[name]:g} px, below its floor of {floor:g} px"
+                for name, floor in self.legibility_floors.items() if name in pixels and pixels[name] < floor]
 
     @cached_property
     def schema(self) -> dict[str, Any]:
@@ -177,9 +197,13 @@ def _problems(spec: TaskSpec) -> list[str]:
         if not callable(getattr(spec, name)):
             problems.append(f"a callable {name}")
     missing = [d for d in DIFFICULTIES if d not in spec.difficulties]
-    unknown = [d for d in spec.difficulties if d not in DIFFICULTIES]
-    if missing or unknown:
-        problems.append(f"difficulties {', '.join(DIFFICULTIES)}" + (f" (not {', '.join(map(repr, unknown))})" if unknown else ""))
+    badly_named = [d for d in spec.difficulties if not isinstance(d, str) or not LEVEL_NAME.match(d)]
+    if missing or badly_named:
+        problems.append(f"difficulties {', '.join(DIFFICULTIES)}"
+                        + (f" (level names are lower-case letters and digits, not {', '.join(map(repr, badly_named))})"
+                           if badly_named else ""))
+    if spec.legibility is not None and not callable(spec.legibility):
+        problems.append("a callable legibility")
     if spec.strict is not None and not (callable(spec.strict.score) and 0 < spec.strict.threshold <= 1 and spec.strict.check):
         problems.append("a strict mode with a score, a threshold in (0, 1] and a check name")
     return problems
@@ -198,6 +222,9 @@ def register_task(spec: TaskSpec) -> TaskSpec:
             config.validate()
         except (AttributeError, ValueError, TypeError) as exc:
             raise TaskSpecError(f"task {label!r}: difficulty {difficulty!r} has an invalid config ({exc})") from None
+        reserved = [f.name for f in dataclasses.fields(config) if f.name in RESERVED_LEVEL_KEYS]
+        if reserved:
+            raise TaskSpecError(f"task {label!r}: parameter name(s) {', '.join(reserved)} are reserved for recipes")
     try:
         jsonschema.Draft202012Validator.check_schema(spec.schema)
     except jsonschema.SchemaError as exc:
