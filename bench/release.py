@@ -49,8 +49,7 @@ def run_child(per_difficulty: int, workers: int) -> dict:
         audit_seconds = time.perf_counter() - started
         shards = sum(1 for _ in out.rglob("*.parquet"))
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    tasks = len(recipe.tasks)
-    puzzles = tasks * 3 * per_difficulty
+    puzzles = sum(len(task.levels) for task in recipe.tasks) * per_difficulty
     images = puzzles * 6 * len(recipe.resolutions)
     return {
         "per_difficulty": per_difficulty,
