@@ -17,6 +17,7 @@ import math
 import multiprocessing
 import re
 from collections import Counter, defaultdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from vrforge.buffers import reuse_large_buffers
 from vrforge.cards.card import AUDIT_PENDING, audit_section, with_audit_section
 from vrforge.fileio import sha256_file, write_bytes_atomic, write_json_atomic
 from vrforge.imageio import UnusableImage, load_rgb
-from vrforge.pickers import PICKERS, PROBE, gate_figures, option_features
+from vrforge.pickers import PROBE, gate_figures, option_features
 from vrforge.registry import UnknownTask, get_task
 from vrforge.schemas.layout import (
     AUDIT_FILE,
@@ -41,8 +42,13 @@ from vrforge.schemas.layout import (
     config_name,
     difficulty_rank,
 )
+from vrforge.set_probes import LEARNERS, SetInputs, learner_figures, set_inputs
 
 PICKER_LIMIT = 0.30
+# basic: the pickers and the probe; budget: also the learners of vrforge.set_probes, the set CNN
+# on each task's whole set only; full: the set CNN on every level as well.
+PROBE_MODES = ("basic", "budget", "full")
+CNN_EPOCHS = 40  # the set CNN's training epochs in a full audit (0: leave it out)
 PICKER_MIN_PUZZLES = 100  # below this a picker's accuracy is noise: reported, not judged
 GROWTH_MIN_PER_DIFFICULTY = 20  # likewise for the growth of mean difficulty statistics
 UNIFORM_P_MIN = 0.01
@@ -94,7 +100,7 @@ def card_configs(card: str) -> dict[str, dict[str, str]]:
             for c in card_metadata(card).get("configs", [])}
 
 
-def _audit_shard(job: list[tuple[str, bool]]) -> dict[str, Any]:
+def _audit_shard(job: list[tuple[str, bool]], learners: bool = False) -> dict[str, Any]:
     """Every per-row check for one shard: its parquet files, one per resolution, read side by side
     (the same puzzles in the same order), so each puzzle's meta is parsed and validated once. In
     the smallest resolution's file (``True``) also the options' pairwise difference and the picks."""
@@ -122,12 +128,12 @@ def _audit_shard(job: list[tuple[str, bool]]) -> dict[str, Any]:
         if errors:
             failures.append(f"{rid}: meta does not match its schema ({errors[0]})")
         for row, with_picks in versions:
-            failures += _row_failures(spec, meta, row, picks if with_picks else None)
+            failures += _row_failures(spec, meta, row, picks if with_picks else None, learners)
     return {"rows": rows, "failures": failures, "picks": picks}
 
 
 def _row_failures(spec: Any, meta: dict[str, Any], row: dict[str, Any],
-                  picks: list[tuple[str, str, np.ndarray, int]] | None) -> list[str]:
+                  picks: list[tuple[str, str, np.ndarray, int, SetInputs | None]] | None, learners: bool = False) -> list[str]:
     """The verifier checks of one row's images; with ``picks``, also the options' difference and the picks."""
     rid, failures = row["id"], []
     try:  # each image is decoded once, then verified, compared and (maybe) picked from
@@ -151,11 +157,18 @@ def _row_failures(spec: Any, meta: dict[str, Any], row: dict[str, Any],
             puzzle = load_rgb(row["puzzle"]["bytes"])
         except UnusableImage as exc:
             return failures + [f"{rid}: the puzzle image cannot be read ({exc})"]
-        picks.append((row["task"], rid, option_features(options, puzzle), row["answer_index"]))
+        basic = option_features(options, puzzle)
+        picks.append((row["task"], rid, basic, row["answer_index"], set_inputs(options, basic) if learners else None))
     return failures
 
 
-def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, Any]:
+def audit(folder: Path, workers: int = 1, progress: bool = True, probes: str = "basic",
+          cnn_epochs: int = CNN_EPOCHS) -> dict[str, Any]:
+    """``probes``: "basic" (the pickers and the audit's probe), "budget" or "full" (also the learners of
+    ``vrforge.set_probes``: a rich conditional logit and boosted trees per task and level, and, with
+    ``cnn_epochs`` > 0, the set CNN per task ("budget") or per task and level ("full"))."""
+    if probes not in PROBE_MODES:
+        raise AuditError(f"--probes must be one of {', '.join(PROBE_MODES)}, got {probes!r}")
     folder = Path(folder)
     manifest_path = folder / MANIFEST_FILE
     if not manifest_path.exists():
@@ -201,23 +214,36 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
                 problems.append(f"{config}/{split}: {counted.get(config, {}).get(split)} rows, manifest says {count}")
 
     # Every row, every resolution: one job per shard, its resolutions side by side.
-    results = _map(_audit_shard, _shard_jobs(manifest, shard_paths), workers, progress)
+    results = _map(partial(_audit_shard, learners=probes != "basic"), _shard_jobs(manifest, shard_paths), workers, progress)
     row_failures = [f for r in results for f in r["failures"]]
     by_task: dict[str, list[tuple[str, np.ndarray, int]]] = defaultdict(list)
+    inputs: dict[str, SetInputs] = {}
     for result in results:
-        for task, rid, features, answer in result["picks"]:
+        for task, rid, features, answer, extra in result["picks"]:
             by_task[task].append((rid, features, answer))
+            if extra is not None:
+                inputs[rid] = extra
     recipe_tasks = manifest.get("recipe", {}).get("tasks", {})
     answers: dict[str, list[int]] = {}
     pickers: dict[str, dict[str, float | None]] = {}  # None: too few puzzles for the probe
     pickers_by_level: dict[str, dict[str, dict[str, float | None]]] = {}
+    jobs: list[tuple[str, str | None, list, dict[str, SetInputs], int]] = []
     for task in sorted(by_task):  # sorted by id: the probe's halves do not depend on the worker count
         rows = sorted(by_task[task], key=lambda item: item[0])
         answers[task] = [answer for _, _, answer in rows]
-        pickers[task] = _gate(rows)
+        learned = {rid: inputs[rid] for rid, _, _ in rows if rid in inputs}
+        jobs.append((task, None, rows, learned, cnn_epochs))
         levels = recipe_tasks.get(task, {}).get("difficulties") or sorted({level_of(rid) for rid, _, _ in rows})
         if len(levels) > 1:
-            pickers_by_level[task] = {level: _gate([r for r in rows if level_of(r[0]) == level]) for level in levels}
+            for level in levels:
+                # "budget" trains the set CNN on each task's whole set only; "full" on every level too
+                jobs += [(task, level, [r for r in rows if level_of(r[0]) == level], learned,
+                          cnn_epochs if probes == "full" else 0)]
+    for (task, level, _, _, _), figures in zip(jobs, _map(_gate_job, jobs, workers, progress, "audit gate")):
+        if level is None:
+            pickers[task] = figures
+        else:
+            pickers_by_level.setdefault(task, {})[level] = figures
     for task, accuracy in pickers.items():
         judged = [(task, accuracy, len(answers[task]))]
         judged += [(f"{task} {level}", figures, sum(1 for rid, _, _ in by_task[task] if level_of(rid) == level))
@@ -225,10 +251,10 @@ def audit(folder: Path, workers: int = 1, progress: bool = True) -> dict[str, An
         for where, figures, puzzles in judged:
             if puzzles < PICKER_MIN_PUZZLES:
                 continue
-            for name in (*PICKERS, PROBE):
-                value = figures[name]
+            for name, value in figures.items():
                 if value is not None and value > PICKER_LIMIT:
-                    what = "the learned context-blind probe" if name == PROBE else f"context-blind picker {name}"
+                    what = ("the learned context-blind probe" if name == PROBE else f"the context-blind learner {name}"
+                            if name in LEARNERS else f"context-blind picker {name}")
                     problems.append(f"{where}: {what} scores {value:.3f} > {PICKER_LIMIT}")
     positions = Counter(a for values in answers.values() for a in values)
     counts = [positions.get(i, 0) for i in range(5)]
@@ -321,14 +347,25 @@ def level_of(row_id: str) -> str:
     return row_id.rsplit("-", 2)[-2]
 
 
-def _gate(rows: list[tuple[str, np.ndarray, int]]) -> dict[str, float | None]:
-    """Every picker's and the probe's accuracy on ``rows`` (sorted by id); None where too few for the probe."""
-    figures = gate_figures(np.stack([features for _, features, _ in rows]), [answer for _, _, answer in rows])
+def _gate_job(job: tuple[str, str | None, list, dict[str, SetInputs], int]) -> dict[str, float | None]:
+    _, _, rows, inputs, cnn_epochs = job
+    return _gate(rows, inputs, cnn_epochs)
+
+
+def _gate(rows: list[tuple[str, np.ndarray, int]], inputs: dict[str, SetInputs] | None = None,
+          cnn_epochs: int = 0) -> dict[str, float | None]:
+    """Every picker's and the probe's accuracy on ``rows`` (sorted by id), and the learners' where
+    ``inputs`` holds the rows' set inputs; None where too few sets to learn from."""
+    answers = [answer for _, _, answer in rows]
+    figures = gate_figures(np.stack([features for _, features, _ in rows]), answers)
+    if inputs and all(rid in inputs for rid, _, _ in rows):
+        figures.update(learner_figures([inputs[rid] for rid, _, _ in rows], answers, cnn_epochs=cnn_epochs or None))
     return {name: round(value, 4) if value == value else None for name, value in figures.items()}
 
 
-def _map(function, items: list, workers: int, progress: bool) -> list[dict[str, Any]]:
-    bar = tqdm(total=len(items), desc="audit shards", unit="shard", disable=not progress, dynamic_ncols=True)
+def _map(function, items: list, workers: int, progress: bool, label: str = "audit shards") -> list[dict[str, Any]]:
+    bar = tqdm(total=len(items), desc=label, unit="job" if label != "audit shards" else "shard", disable=not progress,
+               dynamic_ncols=True)
     results = []
     try:
         if workers <= 1:

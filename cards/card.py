@@ -15,6 +15,7 @@ from vrforge.pickers import PICKERS, PROBE
 from vrforge.registry import get_task
 from vrforge.schemas.layout import config_name, main_first, split_glob
 from vrforge.schemas.tacit import tacit_features
+from vrforge.set_probes import LEARNERS
 
 
 class CardTask(Protocol):
@@ -146,16 +147,18 @@ AUDIT_PENDING = "Not audited yet: `vrforge audit` checks the release and writes 
 
 def audit_section(report: dict[str, Any]) -> str:
     """The figures of an audit report as the card's Markdown."""
+    learners = [name for name in LEARNERS if any(name in figures for figures in report["pickers"].values())]
+    columns = (*PICKERS, PROBE, *learners)
     lines = [f"Every row was re-verified at every resolution from the released files: {report['rows_checked']:,} rows, "
              f"{report['row_failures']} failures; all {report['files_checked']} files match `manifest.json`.", "",
              "Context-blind pickers and a learned probe (accuracy choosing among the five options without solving "
              "the puzzle; chance 0.20, "
              f"limit {report['picker_limit']}, judged for tasks with at least {report['picker_min_puzzles']} puzzles):", "",
-             "| task | " + " | ".join(name.replace("_", " ") for name in (*PICKERS, PROBE)) + " |",
-             "|---" * (len(PICKERS) + 2) + "|"]
+             "| task | " + " | ".join(name.replace("_", " ") for name in columns) + " |",
+             "|---" * (len(columns) + 1) + "|"]
     for task, accuracy in report["pickers"].items():
         lines.append(f"| `{task}` | " + " | ".join("n/a" if accuracy.get(name) is None else f"{accuracy[name]:.3f}"
-                                                  for name in (*PICKERS, PROBE)) + " |")
+                                                  for name in columns) + " |")
     positions = report["answer_positions"]
     lines += ["", f"Answer positions {positions['counts']}: χ² {positions['chi2']:.2f}, p {positions['p_value']:.2f} "
               "(uniform).", "", "Difficulty (mean per puzzle, level by level) and rejected generation attempts:", "",

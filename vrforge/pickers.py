@@ -140,9 +140,9 @@ def relative_features(features: np.ndarray) -> np.ndarray:
     return np.concatenate([z, z ** 2, onehot.reshape(*rank.shape[:2], -1)], axis=2)
 
 
-def fit_probe(x: np.ndarray, answers: np.ndarray) -> np.ndarray:
+def fit_probe(x: np.ndarray, answers: np.ndarray, ridge: float = PROBE_RIDGE) -> np.ndarray:
     """Weights of a conditional logit (softmax over each set's five options) fitted by Newton's
-    method with an L2 penalty. ``x``: (sets, 5, D); ``answers``: (sets,)."""
+    method with an L2 penalty ``ridge``. ``x``: (sets, 5, D); ``answers``: (sets,)."""
     sets, _, dims = x.shape
     w = np.zeros(dims)
     target = np.zeros((sets, 5))
@@ -151,10 +151,10 @@ def fit_probe(x: np.ndarray, answers: np.ndarray) -> np.ndarray:
         logits = x @ w
         p = np.exp(logits - logits.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)
-        gradient = np.einsum("so,sod->d", p - target, x) + PROBE_RIDGE * w
+        gradient = np.einsum("so,sod->d", p - target, x) + ridge * w
         expected = np.einsum("so,sod->sd", p, x)
         hessian = (np.einsum("so,sod,soe->de", p, x, x) - np.einsum("sd,se->de", expected, expected)
-                   + PROBE_RIDGE * np.eye(dims))
+                   + ridge * np.eye(dims))
         step = np.linalg.solve(hessian, gradient)
         w -= step
         if np.abs(step).max() < 1e-8:

@@ -14,6 +14,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("folder")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--probes", choices=("basic", "budget", "full"), default="basic",
+                   help="budget/full: also a rich logit, boosted trees and a set CNN (needs torch) as context-blind "
+                        "learners; budget trains the CNN per task only, full per task and level")
+    p.add_argument("--cnn-epochs", type=int, default=40, help="the set CNN's training epochs with --probes full (0: leave it out)")
     p.set_defaults(func=run)
 
 
@@ -56,7 +60,10 @@ def _audit_folder(folder: Path, args: argparse.Namespace, shown: str | None = No
               f"{report['rows_checked']} items verified" + "".join(f"\n  {p}" for p in report["problems"][:20]))
         return 0 if report["passed"] else EXIT_FAIL
     try:
-        report = audit(folder, workers=args.workers, progress=not args.quiet)
+        report = audit(folder, workers=args.workers, progress=not args.quiet, probes=args.probes,
+                       cnn_epochs=args.cnn_epochs)
+    except RuntimeError as exc:  # the set CNN without torch
+        raise UserError(str(exc)) from None
     except AuditError as exc:
         raise UserError(str(exc)) from None
     print(summary(report))
