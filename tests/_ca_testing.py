@@ -95,3 +95,120 @@ def picker_rates(task: str, difficulty: str, count: int, width: int = 256) -> di
         choices.append(pick_all(rasters))
         answers.append(puzzle.answer_index)
     return picker_accuracy(choices, answers)
+
+
+def check_bad_params(config_type, base, field: str, value, words: str) -> None:
+    """``validate()`` of ``base`` with ``field`` set to ``value`` raises a one-line ParamError naming it."""
+    import dataclasses
+
+    import pytest
+
+    from vrforge.params import ParamError
+
+    with pytest.raises(ParamError) as caught:
+        dataclasses.replace(base, **{field: value}).validate()
+    message = str(caught.value)
+    assert "\n" not in message and words in message, message
+
+
+def check_legibility_drawn(task: str, difficulty: str, index: int = 0) -> dict[str, float]:
+    """Each declared legibility share times the picture's width is what the SVG draws; the shares."""
+    from vrforge.generators.tacit import _ca_common as common
+    from vrforge.svgdraw import fmt
+
+    spec = get_task(task)
+    config = spec.difficulties[difficulty]
+    shares = spec.legibility(config)
+    puzzle = first_puzzle(task, difficulty, index)
+    layout = puzzle.meta["layout"]
+    width = layout["width"]
+    svg = spec.draw(puzzle.meta, puzzle.solution)
+    assert f'viewBox="0 0 {fmt(width)} ' in svg
+
+    def units(name: str) -> str:
+        return fmt(shares[name] * width)
+
+    # The grid's first inner line lies one cell below its top; the table's, one entry below its entries' top.
+    from vrforge.verifiers._ca_common import max_count, table_entry_origin
+
+    ox, oy = layout["start_origin"]
+    cell, n = shares["cell"] * width, puzzle.meta["size"]
+    assert f"M{fmt(ox)} {fmt(oy + cell)}L{fmt(ox + n * cell)} {fmt(oy + cell)}" in svg
+    ex, ey = table_entry_origin(puzzle.meta)
+    entry, counts = shares["table_entry"] * width, max_count(puzzle.meta["neighbourhood"]) + 1
+    assert f"M{fmt(ex)} {fmt(ey + entry)}L{fmt(ex + counts * entry)} {fmt(ey + entry)}" in svg
+    assert f"h{units('glyph_cell')}v{units('glyph_cell')}" in svg  # a corner glyph cell
+    assert f'stroke="{puzzle.meta["palette"]["line"]}" stroke-width="{units("grid_line")}"' in svg
+    assert abs((shares["cell"] - shares["cell_fill"] - shares["grid_line"]) * width) < 1e-9
+    pip, step = shares["count_pip"] * width / 2, shares["step_pip"] * width / 2
+    assert f"a{fmt(pip)} {fmt(pip)} 0 1 0" in svg and f"a{fmt(step)} {fmt(step)} 0 1 0" in svg
+    assert fmt(shares["wall"] * width) == fmt(common.wall_width(layout.get("scale", 1.0)))
+    if puzzle.meta["boundary"] == "fixed":
+        assert f'stroke-width="{units("wall")}"' in svg
+    return shares
+
+
+def _pixel(rgb: np.ndarray, meta: dict, x: float, y: float) -> tuple[int, ...]:
+    scale = rgb.shape[1] / meta["layout"]["width"]
+    return tuple(int(v) for v in rgb[int(y * scale), int(x * scale)])
+
+
+def check_counted_states_glyph(task: str, difficulty: str, index: int = 0) -> None:
+    """The corner glyph fills each counted position with the non-empty states' colours (a
+    diagonal split for two of them), the cell itself with ink, the rest with the background; the
+    empty colour appears nowhere in it."""
+    from vrforge.generators.tacit import _ca_common as common
+    from vrforge.verifiers.sampling import hex_to_rgb
+
+    spec = get_task(task)
+    puzzle = first_puzzle(task, difficulty, index)
+    meta = puzzle.meta
+    rgb = np.asarray(rasterise(spec.draw(meta, None), (1024,))[1024])
+    pal, table = meta["palette"], meta["layout"]["table"]
+    mini = table["cell"] / common.GLYPH_CELLS
+    tx, ty = table["origin"]
+    gx, gy = tx + (table["cell"] - 3 * mini) / 2, ty + (table["cell"] - 3 * mini) / 2
+    live = [tuple(hex_to_rgb(c)) for c in pal["states"][1:]]
+    counted = set(common.counted_offsets(meta["neighbourhood"]))
+    seen = set()
+    for r in range(3):
+        for c in range(3):
+            upper = _pixel(rgb, meta, gx + (c + 0.25) * mini, gy + (r + 0.25) * mini)
+            lower = _pixel(rgb, meta, gx + (c + 0.75) * mini, gy + (r + 0.75) * mini)
+            if (r, c) == (1, 1):
+                assert upper == lower == tuple(hex_to_rgb(pal["ink"]))
+            elif (r, c) in counted:
+                assert (upper, lower) == (live[0], live[-1]), (r, c)
+                seen |= {upper, lower}
+            else:
+                assert upper == lower == tuple(hex_to_rgb(pal["background"]))
+    assert seen == set(live) and tuple(hex_to_rgb(pal["states"][0])) not in seen
+
+
+def check_boundary_ring(task: str, difficulty: str) -> None:
+    """Around the start grid, a ring of what a border cell sees beyond the edge: the opposite
+    edge's cells, faded (toroidal), or faded empty cells beyond the wall (fixed)."""
+    from vrforge.generators.tacit import _ca_common as common
+    from vrforge.verifiers._ca_common import decode
+    from vrforge.verifiers.sampling import hex_to_rgb
+
+    spec = get_task(task)
+    boundaries = set()
+    for index in range(12):
+        puzzle = first_puzzle(task, difficulty, index)
+        meta = puzzle.meta
+        if meta["boundary"] in boundaries:
+            continue
+        boundaries.add(meta["boundary"])
+        rgb = np.asarray(rasterise(spec.draw(meta, None), (1024,))[1024])
+        ghosts = [tuple(hex_to_rgb(c)) for c in meta["palette"]["ghosts"]]
+        ox, oy = meta["layout"]["start_origin"]
+        start, n, cell = decode(meta["start"]), meta["size"], meta["layout"]["cell"]
+        wall = common.wall_width(meta["layout"].get("scale", 1.0)) if meta["boundary"] == "fixed" else 0.0
+        x = ox - cell + (cell - wall) / 2  # the left ring column, clear of the wall
+        for row in range(n):
+            expected = ghosts[int(start[row, -1])] if meta["boundary"] == "toroidal" else ghosts[0]
+            assert _pixel(rgb, meta, x, oy + (row + 0.5) * cell) == expected, (meta["boundary"], row)
+        if boundaries == {"toroidal", "fixed"}:
+            return
+    raise AssertionError(f"only {boundaries} among the first puzzles")

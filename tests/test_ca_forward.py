@@ -4,8 +4,12 @@ import numpy as np
 import pytest
 from _ca_testing import (
     check_bad_images,
+    check_bad_params,
+    check_boundary_ring,
+    check_counted_states_glyph,
     check_determinism,
     check_distractors,
+    check_legibility_drawn,
     check_solution_robust,
     first_puzzle,
     picker_rates,
@@ -19,21 +23,23 @@ from vrforge.verifiers import ca_forward as verifier
 from vrforge.verifiers._ca_common import BLANK, decode, simulate, step
 
 DIFFICULTIES = ("easy", "medium", "hard")
+LEVELS = (*DIFFICULTIES, "expert")
 
 # sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
+# 1.3.0: the corner glyph shows the counted states, a fixed boundary a ring of empty cells.
 SNAPSHOTS = {
-    "easy": "6b5385b5696485d2ed616b67c4003c91053225ae4816b366fd5e7131d878ab1f",
-    "medium": "e1c56712ef3dfa9d39491b51ebec95644ab844e9f8cd8c1895a80f3b88dc7957",
-    "hard": "c715453552f995090b3cbf3182c9a408b31cb599bb348861e258dae1102e7dfd",
+    "easy": "aa922fe00f078a961f30fbac71b3decf59b4d2b6000bcf2187af0529f2bcc95e",
+    "medium": "2ebdefb6abd7d0dca66720e8ec88d30f936a22e3a65817bd1f288795b3124a5b",
+    "hard": "c7ff2b95ba2b1e7edd2c3bffa208f3f9bee4bc303c0884dfea454419421b0dbe",
 }
 
 
-@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("difficulty", LEVELS)
 def test_solution_passes_at_every_resolution_resize_and_jpeg(difficulty):
     check_solution_robust("ca_forward", difficulty)
 
 
-@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("difficulty", LEVELS)
 def test_each_distractor_fails_exactly_its_check(difficulty):
     check_distractors("ca_forward", difficulty)
 
@@ -142,17 +148,68 @@ def test_near_misses_fail_exactly_their_check_and_undo_like_they_edit(difficulty
         assert [k for k, ok in verifier.judge(meta, answers.grid(state)).items() if not ok] == [name]
 
 
-def test_config_validation():
-    with pytest.raises(ValueError):
-        ca_forward.CaForwardConfig(size=6, states=4, neighbourhood="moore", min_steps=1, max_steps=2).validate()
-    with pytest.raises(ValueError):
-        ca_forward.CaForwardConfig(size=6, states=2, neighbourhood="hex", min_steps=1, max_steps=2).validate()
-    with pytest.raises(ValueError):
-        ca_forward.CaForwardConfig(size=6, states=2, neighbourhood="moore", min_steps=3, max_steps=2).validate()
+@pytest.mark.parametrize("field,value,words", [
+    ("size", 3, "size must be in 4..64"), ("size", 65, "size must be in 4..64"), ("size", 8.0, "size must be an integer"),
+    ("states", 1, "states must be in 2..3"), ("states", 4, "states must be in 2..3"),
+    ("neighbourhood", "hex", "neighbourhood must be one of von_neumann, moore"),
+    ("min_steps", 0, "min_steps must be in 1..8"), ("max_steps", 9, "max_steps must be in 1..8"),
+    ("min_steps", 4, "min_steps (4) must not exceed max_steps (3)"),
+])
+def test_config_validation(field, value, words):
+    check_bad_params(ca_forward.CaForwardConfig, ca_forward.DIFFICULTIES["hard"], field, value, words)
+
+
+def test_expert_at_or_beyond_the_reference_hard():
+    expert = ca_forward.DIFFICULTIES["expert"]
+    assert expert.size >= 32 and expert.min_steps >= 5 and expert.states == 3 and expert.neighbourhood == "moore"
+    assert list(ca_forward.DIFFICULTIES) == list(LEVELS)
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+def test_legibility_is_what_is_drawn(difficulty):
+    check_legibility_drawn("ca_forward", difficulty)
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+def test_every_level_legible_at_512(difficulty):
+    spec = get_task("ca_forward")
+    assert spec.illegible(spec.difficulties[difficulty], 512) == []
+    assert set(spec.legibility(spec.difficulties[difficulty])) <= set(spec.legibility_floors)
+
+
+def test_a_64_grid_is_legible_only_from_1024():
+    spec = get_task("ca_forward")
+    config = ca_forward.CaForwardConfig(size=64, states=3, neighbourhood="moore", min_steps=5, max_steps=8)
+    assert any(p.startswith("cell is") for p in spec.illegible(config, 512)) and spec.illegible(config, 1024) == []
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "hard", "expert"])
+def test_corner_glyph_shows_the_counted_states(difficulty):
+    check_counted_states_glyph("ca_forward", difficulty)
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "expert"])
+def test_boundary_ring_shows_what_lies_beyond_the_edge(difficulty):
+    check_boundary_ring("ca_forward", difficulty)
+
+
+def test_conventions_listed():
+    conventions = get_task("ca_forward").conventions
+    text = " ".join(conventions)
+    for words in ("non-empty", "toroidal", "fixed", "von Neumann", "pips", "row of its current state"):
+        assert words in text, words
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("difficulty", LEVELS)
 def test_context_blind_pickers_near_chance(difficulty):
     rates = picker_rates("ca_forward", difficulty, 200)
     assert all(rate <= 0.30 for rate in rates.values()), rates
+
+
+@pytest.mark.slow
+def test_shortcut_gate_on_expert():
+    from _gate import gate
+
+    figures = gate("ca_forward", 200, difficulties=("expert",))
+    assert max(figures.values()) <= 0.30, figures

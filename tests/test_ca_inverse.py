@@ -4,8 +4,12 @@ import numpy as np
 import pytest
 from _ca_testing import (
     check_bad_images,
+    check_bad_params,
+    check_boundary_ring,
+    check_counted_states_glyph,
     check_determinism,
     check_distractors,
+    check_legibility_drawn,
     check_solution_robust,
     first_puzzle,
     picker_rates,
@@ -14,25 +18,29 @@ from _ca_testing import (
 
 from vrforge.generators.tacit import ca_inverse
 from vrforge.registry import get_task
+from vrforge.seeding import item_rng
+from vrforge.svgdraw import fmt
 from vrforge.verifiers import ca_inverse as verifier
-from vrforge.verifiers._ca_common import BLANK, decode, neighbour_counts
+from vrforge.verifiers._ca_common import BLANK, decode, neighbour_counts, simulate
 
 DIFFICULTIES = ("easy", "medium", "hard")
+LEVELS = (*DIFFICULTIES, "expert")
 
 # sha256 of the 512 px solution PNG for seed 0 (update deliberately when the picture changes).
+# 1.3.0: the corner glyph shows the counted states, a fixed boundary a ring of empty cells.
 SNAPSHOTS = {
-    "easy": "053745b06719c6476419691f6a08888fbf9cefac8b9a4426dbe0bd3e90ae8b5d",
-    "medium": "116307e1af23c81aee12342f2072786f6d4fb31cf62512043e3dacf2983102d9",
-    "hard": "6b36d01309b1ececc47b48f4defc33176437b38f74221a15fbd61ff00de77256",
+    "easy": "0f103f1461acb868a9edf05a5d19865763ed7453ab7fb72dd941879eea8e288e",
+    "medium": "8a7439e46b29b75ec6a6cb57d65b724aab3638c58580931aeed77678747b3db9",
+    "hard": "93724259e40abcbf888c661f7f503de2f23ab6c3d93156aee7b2c4719c524842",
 }
 
 
-@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("difficulty", LEVELS)
 def test_solution_passes_at_every_resolution_resize_and_jpeg(difficulty):
     check_solution_robust("ca_inverse", difficulty)
 
 
-@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("difficulty", LEVELS)
 def test_each_distractor_fails_exactly_its_check(difficulty):
     check_distractors("ca_inverse", difficulty)
 
@@ -168,15 +176,128 @@ def test_near_misses_fail_exactly_their_check_and_undo_like_they_edit(difficulty
     assert names >= {"within_row", "within_column", "scattered"}  # and single_entry: the third state
 
 
-def test_config_validation():
-    with pytest.raises(ValueError):
-        ca_inverse.CaInverseConfig(size=6, states=2, neighbourhood="von_neumann", min_unknown=11).validate()
-    with pytest.raises(ValueError):
-        ca_inverse.CaInverseConfig(size=3, states=2, neighbourhood="moore", min_unknown=8).validate()
+@pytest.mark.parametrize("field,value,words", [
+    ("size", 3, "size must be in 4..64"), ("size", 65, "size must be in 4..64"),
+    ("states", 1, "states must be in 2..3"), ("states", 4, "states must be in 2..3"),
+    ("neighbourhood", "hex", "neighbourhood must be one of von_neumann, moore"),
+    ("min_unknown", 3, "min_unknown must be in 4..27"), ("steps", 0, "steps must be in 1..5"), ("steps", 6, "steps must be in 1..5"),
+    ("steps", True, "steps must be an integer"),
+])
+def test_config_validation(field, value, words):
+    check_bad_params(ca_inverse.CaInverseConfig, ca_inverse.DIFFICULTIES["hard"], field, value, words)
+
+
+def test_config_validation_of_combinations():
+    easy = ca_inverse.DIFFICULTIES["easy"]  # 2 states, von Neumann: 10 entries
+    check_bad_params(ca_inverse.CaInverseConfig, easy, "min_unknown", 11, "at most the table's 10 entries")
+    expert = ca_inverse.DIFFICULTIES["expert"]  # 3 states: the search proves at most 7 empty entries
+    check_bad_params(ca_inverse.CaInverseConfig, expert, "min_unknown", 8, "must be at most 7 for 3 states")
+    assert ca_inverse.searchable(2) == 11 and ca_inverse.searchable(3) == 7
+
+
+def test_expert_at_or_beyond_the_reference_hard():
+    expert = ca_inverse.DIFFICULTIES["expert"]
+    assert expert.size >= 32 and expert.steps >= 3 and expert.states == 3 and expert.neighbourhood == "moore"
+    assert list(ca_inverse.DIFFICULTIES) == list(LEVELS)
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+def test_legibility_is_what_is_drawn(difficulty):
+    check_legibility_drawn("ca_inverse", difficulty)
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+def test_every_level_legible_at_512(difficulty):
+    spec = get_task("ca_inverse")
+    assert spec.illegible(spec.difficulties[difficulty], 512) == []
+    assert set(spec.legibility(spec.difficulties[difficulty])) <= set(spec.legibility_floors)
+
+
+@pytest.mark.parametrize("difficulty", ["medium", "expert"])
+def test_corner_glyph_shows_the_counted_states(difficulty):
+    check_counted_states_glyph("ca_inverse", difficulty)
+
+
+@pytest.mark.parametrize("difficulty", ["hard", "expert"])
+def test_boundary_ring_shows_what_lies_beyond_the_edge(difficulty):
+    check_boundary_ring("ca_inverse", difficulty)
+
+
+def test_step_pips_drawn():
+    for difficulty, steps in (("hard", 1), ("expert", 3)):
+        meta = first_puzzle("ca_inverse", difficulty).meta
+        assert meta["steps"] == steps
+        k = meta["layout"].get("scale", 1.0)
+        svg = get_task("ca_inverse").draw(meta, None)
+        radius = fmt(4 * k)
+        assert svg.count(f"a{radius} {radius} 0 1 0") == 2 * steps  # two half-circle arcs per pip
+
+
+def _brute_force_tables(meta: dict) -> list[np.ndarray]:
+    """Every completion of the shown table, simulated one at a time for the shown steps: those that reach the end grid."""
+    given = verifier.given_table(meta)
+    free = [tuple(e) for e in np.argwhere(given == BLANK).tolist()]
+    start, end = decode(meta["start"]), decode(meta["end"])
+    out = []
+    for digits in np.ndindex(*(meta["states"],) * len(free)):
+        table = given.copy()
+        for (s, c), v in zip(free, digits):
+            table[s, c] = v
+        if np.array_equal(simulate(start, table, meta["neighbourhood"], meta["boundary"], meta["steps"]), end):
+            out.append(table)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_several_steps_unique_by_plain_simulation(seed):
+    """A small several-step instance: the batched search finds exactly what one-by-one simulation finds, one table, the answer."""
+    config = ca_inverse.CaInverseConfig(size=6, states=2, neighbourhood="moore", min_unknown=5, steps=2)
+    puzzle = ca_inverse.generate(config, item_rng(seed))
+    meta = puzzle.meta
+    tables = _brute_force_tables(meta)
+    assert len(tables) == 1 and np.array_equal(tables[0], decode(puzzle.solution))
+    assert np.array_equal(verifier.consistent_tables(meta), np.asarray(tables))
+    assert np.array_equal(verifier.deduce(meta), decode(meta["rule"]))
+    assert (verifier.consistent_values(meta) == 1).all()
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_expert_answer_unique_and_distractors_miss_the_end(index):
+    puzzle = first_puzzle("ca_inverse", "expert", index)
+    meta, solution = puzzle.meta, decode(puzzle.solution)
+    given = verifier.given_table(meta)
+    assert meta["steps"] == 3 and 6 <= int((given == BLANK).sum()) <= 7
+    assert np.array_equal(verifier.consistent_tables(meta), solution[None])
+    assert np.array_equal(decode(meta["rule"]), solution) and verifier.produces_end(meta, solution)
+    assert ((given == BLANK) | (given == solution)).all()
+    for table in puzzle.distractors:
+        assert not verifier.produces_end(meta, decode(table))
+
+
+def test_search_refuses_a_space_too_large():
+    meta = dict(first_puzzle("ca_inverse", "expert").meta)
+    meta["given"] = ["." * len(row) for row in meta["given"]]
+    with pytest.raises(ValueError, match="more than 2187"):
+        verifier.consistent_tables(meta)
+
+
+def test_conventions_listed():
+    conventions = get_task("ca_inverse").conventions
+    text = " ".join(conventions)
+    for words in ("non-empty", "toroidal", "fixed", "von Neumann", "pips", "white"):
+        assert words in text, words
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("difficulty", LEVELS)
 def test_context_blind_pickers_near_chance(difficulty):
     rates = picker_rates("ca_inverse", difficulty, 200)
     assert all(rate <= 0.30 for rate in rates.values()), rates
+
+
+@pytest.mark.slow
+def test_shortcut_gate_on_expert():
+    from _gate import gate
+
+    figures = gate("ca_inverse", 200, difficulties=("expert",))
+    assert max(figures.values()) <= 0.30, figures

@@ -22,6 +22,7 @@ from vrforge.verifiers import logic_grid as verifier
 
 RESOLUTIONS = (512, 1024, 2048)
 DIFFICULTIES = ("easy", "medium", "hard")
+LEVELS = (*DIFFICULTIES, "expert")
 # sha256 of the 512 px solution PNG for item_rng(0), per difficulty (crisp rendering: exact pixels).
 SNAPSHOTS = {
     "easy": "7a6c085d656576c73f9896c19eb85fdf5d0fea159769d72bb0008daa84da53b9",
@@ -41,7 +42,7 @@ def _generate(difficulty: str, seed: int) -> task.Puzzle:
     return accepted_puzzle(task.TASK, difficulty, 0, seed)
 
 
-@pytest.fixture(scope="module", params=DIFFICULTIES)
+@pytest.fixture(scope="module", params=LEVELS)
 def built(request: pytest.FixtureRequest) -> tuple:
     puzzle = _generate(request.param, 7)
     solution = rasterise(task.draw(puzzle.meta, puzzle.solution), RESOLUTIONS)
@@ -289,11 +290,58 @@ def test_solver_limits_reject() -> None:
         task.generate(config, item_rng(0))
 
 
-def test_config_validation() -> None:
-    for bad in (task.LogicGridConfig(2, 1, 1, 1), task.LogicGridConfig(5, 0, 0, 0), task.LogicGridConfig(5, 1, 1, 1, 10),
-                task.LogicGridConfig(5, 1, 1, 1, 5000, 1000)):
-        with pytest.raises(ValueError):
-            bad.validate()
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("size", 2, "size must be in 3..7"), ("size", 8, "size must be in 3..7"), ("size", 5.0, "size must be an integer"),
+    ("given_weight", -0.1, "given_weight must be in >= 0.0"), ("order_weight", "x", "order_weight must be a number"),
+    ("forbid_weight", -1, "forbid_weight must be in >= 0.0"), ("node_limit", 10, "node_limit must be in 100..1000000"),
+    ("attempt_nodes", 1000, "node_limit (2000) must not exceed attempt_nodes (1000)"),
+])
+def test_config_validation(field: str, value: object, words: str) -> None:
+    import dataclasses
+
+    from vrforge.params import ParamError
+
+    with pytest.raises(ParamError) as caught:
+        dataclasses.replace(task.DIFFICULTIES["hard"], **{field: value}).validate()
+    assert "\n" not in str(caught.value) and words in str(caught.value), str(caught.value)
+    with pytest.raises(ParamError, match="must not all be zero"):
+        task.LogicGridConfig(5, 0, 0, 0).validate()
+
+
+def test_expert_beyond_the_reference_hard() -> None:
+    expert = task.DIFFICULTIES["expert"]
+    assert expert.size == len(task.SHAPES) == 7 > 6
+    assert list(task.DIFFICULTIES) == list(LEVELS)
+    assert _generate("expert", 3).stats["clues"] >= 16  # the reference's hard has 16 constraints
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+def test_legibility_is_what_is_drawn(difficulty: str) -> None:
+    from vrforge.svgdraw import fmt
+
+    spec = get_task(task.TASK)
+    config = spec.difficulties[difficulty]
+    shares = spec.legibility(config)
+    puzzle = _generate(difficulty, 5)
+    width = puzzle.meta["layout"]["width"]
+    svg = task.draw(puzzle.meta, puzzle.solution)
+    assert f'viewBox="0 0 {fmt(width)} ' in svg
+    assert shares["cell"] * width == pytest.approx(puzzle.meta["layout"]["cell"])
+    assert shares["legend_symbol"] * width == pytest.approx(2 * puzzle.meta["layout"]["legend"]["radius"])
+    assert f'stroke-width="{fmt(shares["chevron_stroke"] * width)}"' in svg
+    assert f'stroke-width="{fmt(shares["strike"] * width)}"' in svg
+    # A square mark is drawn 0.8 of its nominal radius either side of its centre.
+    x, y = task.MARK_AT + puzzle.meta["layout"]["origin"][0], task.MARK_AT + puzzle.meta["layout"]["origin"][1]
+    square = task._shape_points("square", x, y, shares["forbidden_mark"] * width / 2)
+    assert square[1][0] - square[0][0] == pytest.approx(1.6 * task.MARK_R)
+    assert shares["symbol"] * width == pytest.approx(2 * task.GLYPH_R)
+    assert spec.illegible(config, 512) == [] and set(shares) == set(spec.legibility_floors)
+
+
+def test_conventions_listed() -> None:
+    conventions = get_task(task.TASK).conventions
+    assert any("chevron" in rule for rule in conventions) and any("struck through" in rule for rule in conventions)
+    assert any("Latin square" in rule for rule in conventions)
 
 
 def test_registered_and_deterministic() -> None:
@@ -321,7 +369,7 @@ def test_snapshot(difficulty: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("difficulty", LEVELS)
 def test_context_blind_pickers(difficulty: str) -> None:
     choices, answers, seconds = [], [], 0.0
     for index in range(200):
@@ -334,3 +382,11 @@ def test_context_blind_pickers(difficulty: str) -> None:
     accuracy = picker_accuracy(choices, answers)
     print(difficulty, accuracy, f"{seconds / 200 * 1000:.1f} ms per puzzle")
     assert all(value <= 0.30 for value in accuracy.values()), accuracy
+
+
+@pytest.mark.slow
+def test_shortcut_gate_on_expert():
+    from _gate import gate
+
+    figures = gate("logic_grid", 200, difficulties=("expert",))
+    assert max(figures.values()) <= 0.30, figures

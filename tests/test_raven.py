@@ -18,11 +18,13 @@ from vrforge.verifiers import raven as rv
 
 SPEC = get_task("raven")
 DIFFS = ("easy", "medium", "hard")
+LEVELS = (*DIFFS, "expert")
 # sha256 of the 512 px solution PNG of puzzle 0 (recipe seed 0; cairosvg rendering); update on a deliberate change.
+# 1.3.0: arrowheads between the panels of each row.
 SNAPSHOTS = {
-    "easy": "fe0b4b50ac5731646f0331ced57ef1267b98f4b407fbae6250300675c8930b2a",
-    "medium": "0cfec972863ed8b7a25ee7b964b836ede789da6456f82a23b74a6ba2482b133e",
-    "hard": "835ba13ab120c01380d5fff046287263698c1358de66aba7894390d338a1fd67",
+    "easy": "48a5ba0ee19f1e4099ca49457187188542e1c4356f1caf7396a683c5d0161d98",
+    "medium": "378d68707a63b3f26e63befcdbceaefe39a527aa2b6c1ee670b282e1accd9ab7",
+    "hard": "1d54cea0729b7e44d30965d6473e7e58ec89f35279d0a220a1eafcc68908525f",
 }
 
 
@@ -50,10 +52,10 @@ def test_registered():
     spec = get_task("raven")
     assert spec.domain == "pattern"
     assert spec.checks == rv.CHECKS
-    assert set(spec.difficulties) == set(DIFFS)
+    assert list(spec.difficulties) == list(LEVELS)
 
 
-@pytest.mark.parametrize("difficulty", DIFFS)
+@pytest.mark.parametrize("difficulty", LEVELS)
 def test_meta_validates_and_is_plain_json(difficulty):
     import json
 
@@ -64,7 +66,7 @@ def test_meta_validates_and_is_plain_json(difficulty):
     assert len(p.distractors) == 4 and len(p.violations) == 4 and 0 <= p.answer_index < 5
 
 
-@pytest.mark.parametrize("difficulty", DIFFS)
+@pytest.mark.parametrize("difficulty", LEVELS)
 def test_oracle_passes_at_every_resolution_resize_and_jpeg(difficulty):
     p = puzzle(difficulty)
     rasters = rasterise(gen.draw(p.meta, p.solution), [512, 1024, 2048])
@@ -77,7 +79,7 @@ def test_oracle_passes_at_every_resolution_resize_and_jpeg(difficulty):
         assert rv.verify(p.meta, image).passed
 
 
-@pytest.mark.parametrize("difficulty", DIFFS)
+@pytest.mark.parametrize("difficulty", LEVELS)
 def test_each_distractor_fails_exactly_its_check(difficulty):
     for seed in range(2):
         p = puzzle(difficulty, seed)
@@ -291,11 +293,66 @@ def test_ambiguous_rows_are_detected():
         gen._attribute_rows("rotation", "arithmetic", 1, 1, np.random.default_rng(0))
 
 
-def test_config_validation():
-    with pytest.raises(ValueError):
-        gen.RavenConfig(grid=4, min_rules=1, max_rules=2).validate()
-    with pytest.raises(ValueError):
-        gen.RavenConfig(grid=1, min_rules=3, max_rules=2).validate()
+@pytest.mark.parametrize("base,field,value,words", [
+    ("hard", "grid", 4, "grid must be one of 1, 2, 3"), ("hard", "grid", "3", "grid must be an integer"),
+    ("hard", "min_rules", 0, "min_rules must be in 1..4"), ("hard", "max_rules", 5, "max_rules must be in 1..4"),
+    ("easy", "max_rules", 4, "max_rules must be at most 3 for grid 1"),
+    ("medium", "min_rules", 4, "min_rules (4) must not exceed max_rules (3)"),
+])
+def test_config_validation(base, field, value, words):
+    import dataclasses
+
+    from vrforge.params import ParamError
+
+    with pytest.raises(ParamError) as caught:
+        dataclasses.replace(gen.DIFFICULTIES[base], **{field: value}).validate()
+    assert "\n" not in str(caught.value) and words in str(caught.value), str(caught.value)
+
+
+def test_expert_at_or_beyond_the_reference():
+    expert = gen.DIFFICULTIES["expert"]
+    assert expert.grid == 3 and expert.min_rules == expert.max_rules == 4
+    for seed in range(5):
+        assert puzzle("expert", seed).stats["rules"] == 4
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+def test_legibility_is_what_is_drawn(difficulty):
+    from vrforge.svgdraw import fmt
+
+    config = gen.DIFFICULTIES[difficulty]
+    shares = SPEC.legibility(config)
+    p = puzzle(difficulty)
+    layout = p.meta["layout"]
+    width = layout["width"]
+    assert f'viewBox="0 0 {fmt(width)} ' in gen.draw(p.meta, p.solution)
+    assert shares["slot"] * width == pytest.approx(2 * layout["slot_half"])
+    # The smallest object as drawn: the circumradius of a size-0 shape.
+    vertices = rv.polygon("hexagon", rv.SIZES[0] * layout["slot_half"], 0)
+    assert shares["smallest_object"] * width == pytest.approx(2 * np.hypot(*vertices[0]))
+    assert shares["size_step"] * width == pytest.approx(2 * (rv.SIZES[1] - rv.SIZES[0]) * layout["slot_half"])
+    assert shares["row_arrow"] * width == gen.ARROW_H
+    assert SPEC.illegible(config, 512) == []
+    assert set(shares) == set(SPEC.legibility_floors)
+
+
+def test_row_arrows_drawn_between_the_panels_of_each_row_only():
+    p = puzzle("hard")
+    rgb = render(p.meta, None, 1024)
+    layout = p.meta["layout"]
+    scale = 1024 / layout["width"]
+    frame = np.asarray(Image.new("RGB", (1, 1), p.meta["palette"]["frame"])).reshape(3)
+    size = layout["panel"]
+    for r in range(3):
+        for c in range(2):
+            left, right = layout["origins"][3 * r + c], layout["origins"][3 * r + c + 1]
+            x, y = (left[0] + size + right[0]) / 2, left[1] + size / 2
+            assert np.abs(rgb[int(y * scale), int(x * scale)].astype(int) - frame).max() < 40, (r, c)
+    for r in range(2):  # nothing in the gaps between rows
+        upper, lower = layout["origins"][3 * r], layout["origins"][3 * r + 3]
+        x, y = upper[0] + size / 2, (upper[1] + size + lower[1]) / 2
+        assert (rgb[int(y * scale), int(x * scale)] == 255).all()
+    assert "arrowhead" in " ".join(SPEC.conventions.values())
 
 
 def test_generation_is_fast():
@@ -314,7 +371,7 @@ def test_snapshot(difficulty):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("difficulty", DIFFS)
+@pytest.mark.parametrize("difficulty", LEVELS)
 def test_context_blind_pickers(difficulty):
     from vrforge.pickers import pick_all, picker_accuracy
 
@@ -325,3 +382,11 @@ def test_context_blind_pickers(difficulty):
         answers.append(p.answer_index)
     for name, accuracy in picker_accuracy(choices, answers).items():
         assert accuracy <= 0.30, (name, accuracy)
+
+
+@pytest.mark.slow
+def test_shortcut_gate_on_expert():
+    from _gate import gate
+
+    figures = gate("raven", 200, difficulties=("expert",))
+    assert max(figures.values()) <= 0.30, figures

@@ -1,9 +1,10 @@
 """Cellular automaton, forward (domain: causal).
 
 A start grid of k-state cells, an outer-totalistic rule drawn as a table (current state x
-number of non-empty neighbours -> next state), the neighbourhood as a glyph in the table's
-corner, the boundary (wrap ring = toroidal, thick wall = fixed) and the number of steps as
-pips on the arrow. The answer fills the empty frame with the grid after those steps. The
+number of non-empty neighbours -> next state), the neighbourhood and the states that count as
+a glyph in the table's corner, the boundary (a ring around the start grid of what lies beyond
+the edge: the opposite edge for toroidal, empty cells behind a thick wall for fixed) and the
+number of steps as pips on the arrow. The answer fills the empty frame with the grid after those steps. The
 simulation is deterministic, so the answer is unique.
 
 Distractors: misreadings of the puzzle, each failing exactly one check of
@@ -28,41 +29,50 @@ import numpy as np
 
 from vrforge.generators.tacit import _ca_common as common
 from vrforge.generators.tacit import _option_set
+from vrforge.params import ParamError, check_params, param
 from vrforge.registry import TaskSpec, register_task
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import ca_forward as verifier
 from vrforge.verifiers._ca_common import BOUNDARIES, NEIGHBOURHOODS, decode, encode, simulate, single_entry_variants
 
-VERSION = "1.2.0"
+# 1.3.0: the corner glyph fills the counted positions with the states that count (not grey),
+# and a fixed boundary's start grid gets a ring of faded empty cells (what lies beyond the wall).
+VERSION = "1.3.0"
 TABLE_CELL = 34
 TRIES = 30  # rule/grid draws per attempt before the attempt is rejected
 RULE_EDITS = 4  # rule-entry misreadings among an answer's near misses
+MAX_STEPS = 8  # the arrow's pip row has room for this many
 
 
 @dataclass(frozen=True)
 class CaForwardConfig:
-    size: int
-    states: int
-    neighbourhood: str
-    min_steps: int
-    max_steps: int
+    size: int = param(doc="cells per side of the grid", low=4, high=64)
+    states: int = param(doc="cell states, the empty one included (each a colour)", low=2, high=len(common.STATE_COLOURS))
+    neighbourhood: str = param(doc="the neighbours counted: the 4 edge neighbours or all 8 around", choices=tuple(NEIGHBOURHOODS))
+    min_steps: int = param(doc="fewest applications of the rule (pips on the arrow)", low=1, high=MAX_STEPS)
+    max_steps: int = param(doc="most applications of the rule (pips on the arrow)", low=1, high=MAX_STEPS)
 
     def validate(self) -> None:
-        if not 4 <= self.size <= 16:
-            raise ValueError(f"size must be in 4..16, got {self.size}")
-        if not 2 <= self.states <= len(common.STATE_COLOURS):
-            raise ValueError(f"states must be in 2..{len(common.STATE_COLOURS)}, got {self.states}")
-        if self.neighbourhood not in NEIGHBOURHOODS:
-            raise ValueError(f"neighbourhood must be one of {', '.join(NEIGHBOURHOODS)}, got {self.neighbourhood!r}")
-        if not 1 <= self.min_steps <= self.max_steps <= 6:
-            raise ValueError(f"need 1 <= min_steps <= max_steps <= 6, got {self.min_steps}..{self.max_steps}")
+        check_params(self)
+        if self.min_steps > self.max_steps:
+            raise ParamError(f"min_steps ({self.min_steps}) must not exceed max_steps ({self.max_steps})")
 
 
 DIFFICULTIES = {
     "easy": CaForwardConfig(size=6, states=2, neighbourhood="von_neumann", min_steps=1, max_steps=2),
     "medium": CaForwardConfig(size=8, states=2, neighbourhood="moore", min_steps=2, max_steps=3),
     "hard": CaForwardConfig(size=10, states=3, neighbourhood="moore", min_steps=2, max_steps=3),
+    # The reference's hard (grid 32, 5 steps); three states are the palette's most.
+    "expert": CaForwardConfig(size=32, states=3, neighbourhood="moore", min_steps=5, max_steps=6),
 }
+
+
+def _layout(config: CaForwardConfig) -> dict:
+    return common.layout(config.size, config.states, config.neighbourhood, TABLE_CELL, config.max_steps)
+
+
+def legibility(config: CaForwardConfig) -> dict[str, float]:
+    return common.legibility(_layout(config), config.neighbourhood, config.max_steps)
 
 
 def _meta(config: CaForwardConfig, start: np.ndarray, rule: np.ndarray, boundary: str, steps: int) -> dict:
@@ -75,7 +85,7 @@ def _meta(config: CaForwardConfig, start: np.ndarray, rule: np.ndarray, boundary
         "steps": steps,
         "rule": encode(rule),
         "start": encode(start),
-        "layout": common.layout(config.size, config.states, config.neighbourhood, TABLE_CELL),
+        "layout": _layout(config),
         "palette": common.palette(config.states),
     }
 
@@ -216,5 +226,10 @@ register_task(
                      "of steps shown on the arrow, applying the drawn rule table and boundary."),
         answer_hint="the grid after the shown number of steps of the rule",
         difficulty_stat="cells",
+        legibility=legibility,
+        legibility_floors=common.LEGIBILITY_FLOORS,
+        conventions={**common.CONVENTIONS,
+                     "the answer is the grid after exactly as many steps as the arrow has pips":
+                         "the pips above the arrow, which points from the start grid into the empty frame"},
     )
 )

@@ -45,6 +45,7 @@ import numpy as np
 import svgwrite
 
 from vrforge.generators.tacit import _option_set
+from vrforge.params import ParamError, check_params, param
 from vrforge.registry import TaskSpec, register_task
 from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
@@ -61,6 +62,9 @@ MARK_R = 0.14 * CELL  # forbidden mark radius
 MARK_AT = 0.19 * CELL  # forbidden mark centre, from the cell's top-left corner
 LEGEND_SCALE = 0.75  # legend glyphs relative to grid glyphs
 LEGEND_PITCH = 0.82 * CELL
+STROKE = 0.035  # grid lines and strikes, as a share of the cell
+CHEVRON = 0.3  # span of a grid chevron, as a share of the cell
+CHEVRON_STROKE = 0.065
 
 PALETTE: dict[str, Any] = {
     "background": "#ffffff",
@@ -76,27 +80,65 @@ PER_CHECK = 6  # variants kept per failed check
 
 @dataclass(frozen=True)
 class LogicGridConfig:
-    size: int
-    given_weight: float
-    order_weight: float
-    forbid_weight: float
-    node_limit: int = 2000  # search nodes per solver call; beyond it the attempt is rejected
-    attempt_nodes: int = 10000  # search nodes per attempt, all solver calls together
+    size: int = param(doc="N: an N x N grid filled with N symbols", low=3, high=len(SHAPES))
+    # Relative weights: a clue added is of each kind in proportion to its weight (among the kinds that can rule out
+    # the current second solution).
+    given_weight: float = param(doc="relative weight of givens (a filled grey cell) among the clues added", low=0.0)
+    order_weight: float = param(doc="relative weight of ordering chevrons between neighbours among the clues added", low=0.0)
+    forbid_weight: float = param(doc="relative weight of forbidden marks (a struck-through symbol) among the clues added",
+                                 low=0.0)
+    node_limit: int = param(2000, doc="search nodes per solver call; beyond it the attempt is rejected", low=100, high=1_000_000)
+    attempt_nodes: int = param(10000, doc="search nodes per attempt, all solver calls together", low=100, high=10_000_000)
 
     def validate(self) -> None:
-        if not 3 <= self.size <= len(SHAPES):
-            raise ValueError(f"size must be in 3..{len(SHAPES)}, got {self.size}")
-        weights = (self.given_weight, self.order_weight, self.forbid_weight)
-        if min(weights) < 0 or sum(weights) <= 0:
-            raise ValueError("clue weights must be non-negative and not all zero")
-        if not 100 <= self.node_limit <= self.attempt_nodes:
-            raise ValueError("need 100 <= node_limit <= attempt_nodes")
+        check_params(self)
+        if self.given_weight + self.order_weight + self.forbid_weight <= 0:
+            raise ParamError("the clue weights (given_weight, order_weight, forbid_weight) must not all be zero")
+        if self.node_limit > self.attempt_nodes:
+            raise ParamError(f"node_limit ({self.node_limit}) must not exceed attempt_nodes ({self.attempt_nodes})")
 
 
 DIFFICULTIES = {
     "easy": LogicGridConfig(size=4, given_weight=0.4, order_weight=0.35, forbid_weight=0.25),
     "medium": LogicGridConfig(size=5, given_weight=0.25, order_weight=0.45, forbid_weight=0.3),
     "hard": LogicGridConfig(size=6, given_weight=0.15, order_weight=0.55, forbid_weight=0.3),
+    # Beyond the reference's hard (grid 6): the most symbols there are shapes for, fewer givens.
+    "expert": LogicGridConfig(size=7, given_weight=0.1, order_weight=0.6, forbid_weight=0.3),
+}
+
+
+def legibility(config: LogicGridConfig) -> dict[str, float]:
+    """The smallest features a solver must tell apart, as shares of the picture's width."""
+    width = 2 * MARGIN + config.size * CELL
+    return {
+        "cell": CELL / width,
+        "symbol": 2 * GLYPH_R / width,
+        "legend_symbol": 2 * GLYPH_R * LEGEND_SCALE / width,
+        "forbidden_mark": 2 * MARK_R / width,  # the struck-through copy in a cell's corner
+        "strike": STROKE * CELL / width,
+        "chevron": CHEVRON * CELL / width,  # the span of a chevron on a cell edge
+        "chevron_stroke": CHEVRON_STROKE * CELL / width,
+    }
+
+
+LEGIBILITY_FLOORS = {
+    "cell": 16.0,  # under 16 px a cell cannot hold a symbol clear of its corner mark and edge chevrons
+    "symbol": 8.0,  # under 8 px the shapes (triangle, diamond, hexagon, star) are one blob; colour alone would tell
+    "legend_symbol": 8.0,  # as for the symbols: the legend fixes the order
+    "forbidden_mark": 6.0,  # under 6 px a mark's shape is lost and it reads as a dot
+    "strike": 1.0,  # a stroke under 1 px vanishes under anti-aliasing off (crisp): the mark would read as allowed
+    "chevron": 6.0,  # under 6 px a chevron's opening direction cannot be seen
+    "chevron_stroke": 1.5,  # a thinner chevron breaks up into single pixels
+}
+
+CONVENTIONS = {
+    "each symbol once in every row and every column (a Latin square)":
+        "not drawn (no wordless sign states it): the grid is N x N for the N symbols of the legend; the instruction says it",
+    "the cell on a chevron's open side holds the later symbol of the legend's order":
+        "the legend strip above the grid: the symbols in order, the same chevron opening towards each later one",
+    "a symbol struck through in a cell's corner may not go in that cell": "the small copy with a line across it",
+    "grey tiles are givens: their symbols stay": "the grey tile under the symbol, in the puzzle and in every answer",
+    "a symbol is its colour and its shape together (one shape per colour)": "the legend strip",
 }
 
 
@@ -488,7 +530,7 @@ def draw(meta: dict, grid: list[list[int]] | None) -> str:
     symbols, shapes = palette["symbols"], meta["shapes"]
     ox, oy = layout["origin"]
     drawing = new_drawing(layout["width"], layout["height"], palette["background"], crisp=True)
-    chevron_width = fmt(0.065 * CELL)
+    chevron_width = fmt(CHEVRON_STROKE * CELL)
 
     # Legend: the symbols in order, a chevron opening towards each later one.
     legend = layout["legend"]
@@ -531,7 +573,7 @@ def draw(meta: dict, grid: list[list[int]] | None) -> str:
         e = 1.05 * MARK_R
         strikes.append((x - e, y + e, x + e, y - e))
     if strikes:
-        drawing.add(drawing.path(d=segments_path(strikes), stroke=palette["ink"], stroke_width=fmt(0.035 * CELL), fill="none",
+        drawing.add(drawing.path(d=segments_path(strikes), stroke=palette["ink"], stroke_width=fmt(STROKE * CELL), fill="none",
                                  stroke_linecap="round"))
 
     # Ordering chevrons on the edge between the two cells, pointing at the smaller symbol.
@@ -539,7 +581,7 @@ def draw(meta: dict, grid: list[list[int]] | None) -> str:
     for rb, cb, rs, cs in meta["orders"]:
         x = ox + (cb + cs + 1) / 2 * CELL
         y = oy + (rb + rs + 1) / 2 * CELL
-        chevrons.append(_chevron(x, y, (cs - cb, rs - rb), 0.3 * CELL))
+        chevrons.append(_chevron(x, y, (cs - cb, rs - rb), CHEVRON * CELL))
     if chevrons:
         drawing.add(drawing.path(d="".join(chevrons), stroke=palette["ink"], stroke_width=chevron_width, fill="none",
                                  stroke_linecap="round", stroke_linejoin="round"))
@@ -562,5 +604,8 @@ register_task(
                      "per row and column, keeping the grey givens and obeying the ordering chevrons and forbidden marks."),
         answer_hint="the grid with every cell filled so that every rule shown holds",
         difficulty_stat="clues",
+        legibility=legibility,
+        legibility_floors=LEGIBILITY_FLOORS,
+        conventions=CONVENTIONS,
     )
 )

@@ -10,6 +10,10 @@ distribute-three (three values, cycled through the rows). Rotation is only varie
 whole matrix uses one shape that looks different after each quarter turn (triangle or
 pentagon). Difficulty grows with the layout and the number of non-constant attributes.
 
+The rules run along the rows, left to right (the third panel from the first two): a small
+arrowhead in the gap between neighbouring panels of a row shows the reading direction, and
+there is none between rows.
+
 Uniqueness: for every attribute, every rule of the rule space (all kinds and parameters) is
 tried on the first two rows; an instance is kept only when exactly one rule fits, so the
 rows determine the rule and the rule determines the answer.
@@ -41,18 +45,21 @@ import numpy as np
 
 from vrforge.generators.tacit import _option_set
 from vrforge.imagemetrics import luminance, ssim
+from vrforge.params import ParamError, check_params, param
 from vrforge.registry import StrictMode, TaskSpec, register_task
 from vrforge.render import rasterise_cached
 from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import raven as rv
 
-VERSION = "1.2.0"
+# 1.3.0: arrowheads between the panels of each row show that the rules run along the rows.
+VERSION = "1.3.0"
 WIDTH = 400
 MARGIN = 10
 GAP = 10
 PANEL = 120
 PAD = 6
+ARROW_W, ARROW_H = 5.0, 8.0  # the row arrowheads in the gaps between panels
 PALETTE_BASE = {"background": "#ffffff", "frame": "#555555", "missing": "#aaaaaa"}
 NON_CONSTANT = ("progression", "arithmetic", "distribute_three")
 ROTATING_TYPES = (0, 2)  # triangle, pentagon: four distinct quarter turns
@@ -63,22 +70,56 @@ STRICT_SSIM = 0.997
 
 @dataclass(frozen=True)
 class RavenConfig:
-    grid: int  # 1: one centred object, 2: a 2x2 grid, 3: a 3x3 grid
-    min_rules: int  # number of non-constant attributes
-    max_rules: int
+    grid: int = param(doc="slots per side of each panel: 1 one centred object, 2 a 2x2 grid, 3 a 3x3 grid", choices=(1, 2, 3))
+    min_rules: int = param(doc="fewest attributes that change along the rows (the others are constant)", low=1, high=4)
+    max_rules: int = param(doc="most attributes that change along the rows", low=1, high=4)
 
     def validate(self) -> None:
-        if self.grid not in (1, 2, 3):
-            raise ValueError(f"grid must be 1, 2 or 3, got {self.grid}")
+        check_params(self)
+        # Type and rotation never change together, and a single slot leaves the positions fixed.
         attributes = 4 if self.grid == 1 else 5
-        if not 1 <= self.min_rules <= self.max_rules <= attributes - 1:
-            raise ValueError(f"need 1 <= min_rules <= max_rules <= {attributes - 1}, got {self.min_rules}..{self.max_rules}")
+        if self.max_rules > attributes - 1:
+            raise ParamError(f"max_rules must be at most {attributes - 1} for grid {self.grid}, got {self.max_rules}")
+        if self.min_rules > self.max_rules:
+            raise ParamError(f"min_rules ({self.min_rules}) must not exceed max_rules ({self.max_rules})")
 
 
 DIFFICULTIES = {
     "easy": RavenConfig(grid=1, min_rules=1, max_rules=2),
     "medium": RavenConfig(grid=2, min_rules=2, max_rules=3),
     "hard": RavenConfig(grid=3, min_rules=3, max_rules=4),
+    # Beyond the reference's hard (3 rules) and at its expert (4): every attribute that can change does.
+    "expert": RavenConfig(grid=3, min_rules=4, max_rules=4),
+}
+
+
+def legibility(config: RavenConfig) -> dict[str, float]:
+    """The smallest features a solver must tell apart, as shares of the picture's width."""
+    layout = _layout(config.grid)
+    half = layout["slot_half"]
+    steps = np.diff(rv.SIZES)
+    return {
+        "slot": 2 * half / WIDTH,
+        "smallest_object": 2 * rv.SIZES[0] * half / WIDTH,  # the smallest size's circumscribed circle
+        "size_step": 2 * float(steps.min()) * half / WIDTH,  # two neighbouring sizes' diameters differ by this
+        "row_arrow": ARROW_H / WIDTH,
+    }
+
+
+LEGIBILITY_FLOORS = {
+    "slot": 12.0,  # under 12 px a slot cannot hold an object whose shape reads
+    "smallest_object": 8.0,  # under 8 px across a triangle, a pentagon and a hexagon are one blob
+    "size_step": 3.0,  # sizes closer than 3 px in diameter look alike once anti-aliased
+    "row_arrow": 5.0,  # an arrowhead under 5 px tall is a dot: the reading direction is lost
+}
+
+CONVENTIONS = {
+    "every attribute follows one rule along each row, read left to right (the third panel from the first two)":
+        "an arrowhead in the gap between neighbouring panels of each row, none between rows",
+    "the answer is the missing bottom-right panel": "its dashed, empty frame",
+    "all objects of a panel share shape type, size, grey and rotation": "every panel shown",
+    "objects sit in the slots of one square lattice (1x1, 2x2 or 3x3), the filled slots being the panel's positions":
+        "the eight panels shown, whose objects sit on that lattice",
 }
 
 
@@ -346,7 +387,21 @@ def draw(meta: Mapping[str, Any], answer: Mapping[str, Any] | None) -> str:
         d = "".join(shape_path(name, ox + layout["slots"][s][0], oy + layout["slots"][s][1], radius, panel["rotation"])
                     for s in panel["positions"])
         drawing.add(drawing.path(d=d, fill=palette["fills"][panel["colour"]]))
+    drawing.add(drawing.path(d=_row_arrows(layout), fill=palette["frame"]))
     return to_string(drawing)
+
+
+def _row_arrows(layout: Mapping[str, Any]) -> str:
+    """Arrowheads pointing right in the gaps between the panels of each row (the rules' direction)."""
+    size, origins = layout["panel"], layout["origins"]
+    heads = []
+    for r in range(3):
+        for c in range(2):
+            left, right = origins[3 * r + c], origins[3 * r + c + 1]
+            x, y = (left[0] + size + right[0]) / 2, left[1] + size / 2
+            heads.append(f"M{fmt(x - ARROW_W / 2)} {fmt(y - ARROW_H / 2)}L{fmt(x + ARROW_W / 2)} {fmt(y)}"
+                         f"L{fmt(x - ARROW_W / 2)} {fmt(y + ARROW_H / 2)}Z")
+    return "".join(heads)
 
 
 # ---------------------------------------------------------------- strict mode
@@ -394,5 +449,8 @@ register_task(
         answer_hint="the matrix with its missing bottom-right panel drawn in",
         difficulty_stat="slots",
         strict=StrictMode(answer_ssim, STRICT_SSIM),
+        legibility=legibility,
+        legibility_floors=LEGIBILITY_FLOORS,
+        conventions=CONVENTIONS,
     )
 )

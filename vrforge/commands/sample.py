@@ -11,11 +11,11 @@ from vrforge.errors import EXIT_FAIL, UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from vrforge.schemas.layout import DIFFICULTIES, RESOLUTIONS
+    from vrforge.schemas.layout import RESOLUTIONS
 
     p = subparsers.add_parser("sample", help="write one puzzle's SVGs, PNGs and meta to look at")
     p.add_argument("task")
-    p.add_argument("--difficulty", default="easy", choices=DIFFICULTIES)
+    p.add_argument("--difficulty", default="easy", help="a preset of the task: easy, medium, hard, expert (see `vrforge tasks`)")
     p.add_argument("--index", type=int, default=0)
     p.add_argument("--seed", type=int, default=0, help="recipe seed (default 0)")
     p.add_argument("--resolutions", type=int, nargs="+", default=list(RESOLUTIONS))
@@ -38,6 +38,15 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(exc.args[0]) from None
     if args.index < 0:
         raise UserError(f"--index must be non-negative, got {args.index}")
+    # A level is never drawn where it is illegible: those sizes are left out, as a build leaves them out.
+    illegible = [r for r in resolutions if spec.illegible(spec.config(args.difficulty), r)]
+    if illegible and len(illegible) == len(resolutions):
+        raise UserError(f"{args.task} {args.difficulty} is illegible at {', '.join(map(str, illegible))} px "
+                        f"({spec.illegible(spec.config(args.difficulty), illegible[-1])[0]}); choose larger --resolutions")
+    if illegible:
+        print(f"vrforge sample: leaving out {', '.join(map(str, illegible))} px, where {args.task} {args.difficulty} "
+              "is illegible", file=sys.stderr)
+        resolutions = tuple(r for r in resolutions if r not in illegible)
     item = PlanItem(args.task, args.difficulty, args.index, args.seed)
     try:
         built = build_item(item, resolutions, config_hash="sample")
