@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import itertools
@@ -16,14 +17,17 @@ from vrforge.builds.item import build_item
 from vrforge.builds.plan import PlanItem
 from vrforge.generators.tacit import _graph_common as gc
 from vrforge.generators.tacit import graph_coloring as task
+from vrforge.params import ParamError
 from vrforge.pickers import colour_count, pick_all, picker_accuracy
 from vrforge.registry import accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise
 from vrforge.seeding import item_rng
+from vrforge.svgdraw import fmt
 from vrforge.types import RejectedPuzzle
 from vrforge.verifiers import graph_coloring as verifier
 
 DIFFICULTIES = ("easy", "medium", "hard")
+LEVELS = (*DIFFICULTIES, "expert")
 
 
 def make(difficulty: str, seed: int = 0):
@@ -46,7 +50,7 @@ def jpeg(rgb: np.ndarray, quality: int = 85) -> bytes:
     return buffer.getvalue()
 
 
-@pytest.fixture(scope="module", params=DIFFICULTIES)
+@pytest.fixture(scope="module", params=LEVELS)
 def puzzle(request):
     return make(request.param)
 
@@ -164,7 +168,7 @@ def _colourable_brute(n: int, edges: list[tuple[int, int]], k: int) -> bool:
     return go(0)
 
 
-@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("difficulty", LEVELS)
 def test_chromatic_number_is_exactly_k(difficulty):
     for seed in range(6):
         p = make(difficulty, seed)
@@ -264,6 +268,53 @@ def test_snapshot(difficulty):
         digest.update(encode_png(render(p.meta, option)))
     digest.update(json.dumps([p.answer_index, p.violations]).encode())
     assert digest.hexdigest() == SNAPSHOTS[difficulty]
+
+
+def test_expert_is_the_reference_hard():
+    """20 nodes and three colours, as the reference release's hard; the palette shows k swatches."""
+    config = task.DIFFICULTIES["expert"]
+    for seed in range(3):
+        p = make("expert", seed)
+        assert len(p.meta["layout"]["nodes"]) == config.rows * config.cols - config.drop_nodes == 20
+        assert p.meta["colours"] == len(p.meta["palette"]) == len(p.meta["layout"]["swatches"]) == 3
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("rows", 1, "rows"), ("cols", 7, "cols"), ("colours", 5, "colours"), ("colours", 3.0, "colours"),
+    ("drop_nodes", -1, "drop_nodes"), ("drop_nodes", 21, "drop_nodes"), ("drop_edges", 0.5, "drop_edges"),
+    ("jitter", 0.4, "jitter"), ("jitter", "big", "jitter"),
+])
+def test_validate_rejects_each_bad_parameter_in_one_line(field, value, words):
+    with pytest.raises(ParamError) as caught:
+        dataclasses.replace(task.DIFFICULTIES["expert"], **{field: value}).validate()
+    assert "\n" not in str(caught.value) and words in str(caught.value)
+
+
+def test_every_level_is_legible_at_512():
+    spec = get_task("graph_coloring")
+    for name, config in task.DIFFICULTIES.items():
+        assert spec.illegible(config, 512) == [], name
+    # A 6-wide grid draws smaller discs, still above the floor.
+    wide = task.ColoringConfig(rows=6, cols=6, colours=3, drop_nodes=6, drop_edges=0.1, jitter=0.15)
+    assert task.node_radius(wide) < task.NODE_RADIUS and spec.illegible(wide, 512) == []
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+def test_legibility_shares_are_what_the_svg_draws(difficulty):
+    spec = get_task("graph_coloring")
+    p = make(difficulty)
+    shares, layout = spec.legibility(task.DIFFICULTIES[difficulty]), p.meta["layout"]
+    svg = task.draw(p.meta, p.solution)
+    width = layout["width"]
+    assert f'width="{fmt(width)}"' in svg
+    assert f'r="{fmt(shares["node_radius"] * width)}"' in svg
+    assert f'stroke-width="{fmt(shares["edge_stroke"] * width)}"' in svg
+    assert f'width="{fmt(shares["swatch"] * width)}"' in svg
+    # Edges keep the declared white gap from every disc they do not touch.
+    pos, r = layout["nodes"], layout["node_radius"]
+    least = min(gc.point_segment_distance(pos[c], pos[a], pos[b]) for a, b in p.meta["edges"]
+                for c in range(len(pos)) if c not in (a, b))
+    assert least - r - task.EDGE_WIDTH / 2 - task.OUTLINE_WIDTH / 2 >= shares["edge_node_gap"] * width - 1e-6
 
 
 def test_build_item_accepts():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import itertools
@@ -16,14 +17,17 @@ from vrforge.builds.item import build_item
 from vrforge.builds.plan import PlanItem
 from vrforge.generators.tacit import _graph_common as gc
 from vrforge.generators.tacit import graph_isomorphism as task
+from vrforge.params import ParamError
 from vrforge.pickers import colour_count, pick_all, picker_accuracy
 from vrforge.registry import accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise
 from vrforge.seeding import item_rng
+from vrforge.svgdraw import fmt
 from vrforge.types import RejectedPuzzle
 from vrforge.verifiers import graph_isomorphism as verifier
 
 DIFFICULTIES = ("easy", "medium", "hard")
+LEVELS = (*DIFFICULTIES, "expert")
 
 
 def make(difficulty: str, seed: int = 0):
@@ -46,7 +50,7 @@ def jpeg(rgb: np.ndarray, quality: int = 85) -> bytes:
     return buffer.getvalue()
 
 
-@pytest.fixture(scope="module", params=DIFFICULTIES)
+@pytest.fixture(scope="module", params=LEVELS)
 def puzzle(request):
     return make(request.param)
 
@@ -197,10 +201,10 @@ def test_drawings_are_readable(puzzle):
     for nodes, key in (("nodes_a", "edges_a"), ("nodes_b", "edges_b")):
         pos = [tuple(p) for p in layout[nodes]]
         assert gc.layout_problem(pos, edges_of(puzzle.meta, key), 3.1 * r, 1.8 * r, planar=False) is None
-    assert r * 512 / layout["width"] >= 13
+    assert r * 512 / layout["width"] >= (13 if puzzle.meta["nodes"] <= task.CIRCLE_NODES else 10)
     # Every colour distinct from every other and from the uncoloured fill.
     colours = puzzle.meta["palette"] + puzzle.meta["off_palette"] + [puzzle.meta["uncoloured"]]
-    assert len(set(colours)) == len(colours) == len(gc.POOL) + 2  # the pool, the off-palette grey, blank
+    assert len(set(colours)) == len(colours) == len(task.pool(puzzle.meta["nodes"])) + 2  # the pool, grey, blank
 
 
 def test_hard_graphs_defeat_degree_counting():
@@ -209,6 +213,65 @@ def test_hard_graphs_defeat_degree_counting():
         degrees = {d for _, d in nx.Graph(edges_of(p.meta, "edges_a")).degree()}
         assert len(degrees) == 1  # cubic
         assert p.stats["refinement_classes"] <= 2
+
+
+def test_expert_graphs_are_cubic_on_twelve_nodes_in_distinct_colours():
+    for seed in range(3):
+        p = make("expert", seed)
+        assert p.meta["nodes"] == 12 and len(p.meta["edges_a"]) == 18
+        assert {d for _, d in nx.Graph(edges_of(p.meta, "edges_a")).degree()} == {3}
+        assert set(p.meta["palette"]) <= set(gc.WIDE_POOL) and len(set(p.meta["palette"])) == 12
+
+
+def test_wide_pool_keeps_the_pool_separation_and_stays_off_the_greys():
+    def rgb(colour):
+        return np.asarray([int(colour[i:i + 2], 16) for i in (1, 3, 5)], dtype=np.float64)
+
+    assert gc.WIDE_POOL[: len(gc.POOL)] == gc.POOL
+    pairs = itertools.combinations(gc.WIDE_POOL, 2)
+    assert min(np.linalg.norm(rgb(a) - rgb(b)) for a, b in pairs) >= 89
+    for grey in ("#000000", "#333333", "#555555", "#808080", "#aaaaaa", "#ffffff"):
+        assert min(np.linalg.norm(rgb(grey) - rgb(c)) for c in gc.WIDE_POOL[len(gc.POOL):]) >= 85, grey
+    assert len(gc.WIDE_POOL) - 1 >= task.MAX_NODES  # one colour stays off-palette
+
+
+def test_clear_circle_order_keeps_every_edge_off_the_nodes_it_does_not_join():
+    rng = np.random.default_rng(3)
+    graph = nx.random_regular_graph(3, 12, seed=3)
+    edges = sorted(tuple(sorted(e)) for e in graph.edges())
+    box = (50.0, 50.0, 330.0, 330.0)
+    order, start = gc.clear_circle_order(12, edges, rng, box, 30.0)
+    assert sorted(order) == list(range(12))
+    assert gc.layout_problem(gc.circle_slots(order, start, box), edges, 0.0, 30.0, planar=False) is None
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("nodes", 3, "nodes"), ("nodes", 15, "nodes"), ("edges", 10, "edges"), ("edges", 66, "edges"), ("edges", 91, "edges"),
+    ("edges", 2, "edges"), ("near_regular", 1, "near_regular"),
+])
+def test_validate_rejects_each_bad_parameter_in_one_line(field, value, words):
+    with pytest.raises(ParamError) as caught:
+        dataclasses.replace(task.DIFFICULTIES["expert"], **{field: value}).validate()
+    assert "\n" not in str(caught.value) and words in str(caught.value)
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+def test_legibility_shares_are_what_the_svg_draws_and_legible_at_512(difficulty):
+    spec = get_task("graph_isomorphism")
+    p = make(difficulty)
+    config, layout = task.DIFFICULTIES[difficulty], p.meta["layout"]
+    shares, width = spec.legibility(config), layout["width"]
+    assert spec.illegible(config, 512) == []
+    svg = task.draw(p.meta, p.solution)
+    assert f'width="{fmt(width)}"' in svg
+    assert f'r="{fmt(shares["node_radius"] * width)}"' in svg
+    assert f'stroke-width="{fmt(shares["edge_stroke"] * width)}"' in svg
+    r = layout["node_radius"]
+    for nodes, key in (("nodes_a", "edges_a"), ("nodes_b", "edges_b")):
+        pos = layout[nodes]
+        least = min(gc.point_segment_distance(pos[c], pos[a], pos[b]) for a, b in p.meta[key]
+                    for c in range(len(pos)) if c not in (a, b))
+        assert least - r - task.EDGE_WIDTH / 2 - task.OUTLINE_WIDTH / 2 >= shares["edge_node_gap"] * width - 1e-6
 
 
 def test_deterministic():

@@ -44,7 +44,7 @@ def other_solids_with_the_same_views(heights):
     return out
 
 
-@pytest.fixture(scope="module", params=["easy", "medium", "hard"])
+@pytest.fixture(scope="module", params=["easy", "medium", "hard", "expert"])
 def puzzle(request):
     return make(request.param)
 
@@ -228,6 +228,14 @@ SNAPSHOTS = {
     "medium": "b8ad8213a3fad3ef15adb41e48af4631d37dc672b3b3ad152cb2d671a49458d6",
     "hard": "e5a9083e645b21cf774c2efcd72c6a3d3f741f9c6aae46e784b70288a6728ed2",
 }
+
+
+def test_expert_solids_have_the_least_cubes_and_concavities_and_are_legible():
+    config = _voxels.VOXEL_DIFFICULTIES["expert"]
+    assert SPEC.illegible(config, 512) == [] and SPEC.legibility is _voxels.legibility
+    for index in range(2):
+        heights = make("expert", index).meta["heights"]
+        assert sum(map(sum, heights)) >= config.min_cubes and _voxels.concavities(heights) >= config.min_concavities
 
 
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])

@@ -30,7 +30,7 @@ def png(meta, answer, width: int = 512):
     return rasterise(SPEC.draw(meta, answer), (width,))[width]
 
 
-@pytest.fixture(scope="module", params=["easy", "medium", "hard"])
+@pytest.fixture(scope="module", params=["easy", "medium", "hard", "expert"])
 def puzzle(request):
     return make(request.param)
 
@@ -194,6 +194,64 @@ def test_generation_is_deterministic():
 
 def test_pictures_have_no_text(puzzle):
     assert "<text" not in SPEC.draw(puzzle.meta, puzzle.solution)
+
+
+def test_concavities_count_notches_and_gaps_along_rows_and_columns():
+    heights = [[2, 1, 2, 0],
+               [0, 0, 3, 0],
+               [1, 2, 3, 3],
+               [0, 0, 0, 0]]
+    # Row 0, column 1 is lower than both row neighbours; rows 1 of columns 0 and 1 are lower
+    # than the cells above and below them; an empty cell beside an empty one is no gap.
+    assert _voxels.concavities(heights) == 3
+    assert _voxels.concavities([[1, 1, 1], [1, 1, 1], [1, 1, 1]]) == 0
+    assert _voxels.concavities([[3, 0, 3], [0, 0, 0], [3, 0, 3]]) == 4  # the gaps between four corner towers
+
+
+def test_expert_has_the_reference_hard_cubes_and_concavities():
+    config = _voxels.VOXEL_DIFFICULTIES["expert"]
+    assert config.min_cubes >= 16 and config.min_concavities >= 3  # the reference's hard: 16 cubes, 3 concavities
+    for index in range(3):
+        heights = make("expert", index).meta["heights"]
+        columns = sum(h > 0 for row in heights for h in row)
+        assert len(heights) == 6 and config.min_columns <= columns <= config.max_columns
+        assert sum(map(sum, heights)) >= config.min_cubes and _voxels.concavities(heights) >= config.min_concavities
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("size", 1, "size"), ("size", _voxels.MAX_SIZE + 1, "size"), ("min_columns", 1, "min_columns"),
+    ("max_columns", 37, "max_columns"), ("min_columns", 23, "min_columns"), ("min_cubes", -1, "min_cubes"),
+    ("min_cubes", 133, "min_cubes"), ("min_concavities", 33, "min_concavities"), ("size", 6.0, "size"),
+])
+def test_validate_rejects_each_bad_parameter_in_one_line(field, value, words):
+    import dataclasses
+
+    from vrforge.params import ParamError
+
+    with pytest.raises(ParamError) as caught:
+        dataclasses.replace(_voxels.VOXEL_DIFFICULTIES["expert"], **{field: value}).validate()
+    assert "\n" not in str(caught.value) and words in str(caught.value)
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard", "expert"])
+def test_legibility_shares_are_what_the_svg_draws(difficulty):
+    from vrforge.generators.tacit import _voxel_drawing
+    from vrforge.svgdraw import fmt
+
+    config = _voxels.VOXEL_DIFFICULTIES[difficulty]
+    assert SPEC.illegible(config, 512) == []
+    shares = SPEC.legibility(config)
+    p = make(difficulty)
+    layout = p.meta["layout"]
+    width = layout["width"]
+    for grid in layout["grids"].values():
+        assert grid["cell"] - _voxel_drawing.GRID_STROKE == pytest.approx(shares["view_cell"] * width)
+    assert layout["iso"]["unit"] == pytest.approx(shares["cube_edge"] * width)
+    svg = SPEC.draw(p.meta, p.solution)
+    assert f'stroke-width="{fmt(shares["grid_line"] * width)}"' in svg
+    assert f'stroke-width="{fmt(shares["solid_line"] * width)}"' in svg
+    # The largest floor the bounds allow stays legible at 512 px.
+    assert SPEC.illegible(_voxels.VoxelConfig(size=_voxels.MAX_SIZE, min_columns=2, max_columns=2), 512) == []
 
 
 # sha256 of the 512 px solution PNG for seed 0, index 0.

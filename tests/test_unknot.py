@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
@@ -21,7 +22,7 @@ def make(difficulty: str, index: int = 0, seed: int = 0):
     return accepted_puzzle(SPEC, difficulty, index, seed)
 
 
-@pytest.fixture(scope="module", params=["easy", "medium", "hard"])
+@pytest.fixture(scope="module", params=["easy", "medium", "hard", "expert"])
 def puzzle(request):
     return make(request.param)
 
@@ -139,19 +140,97 @@ def test_generation_is_deterministic_and_leaves_python_random_alone():
     assert a.violations == b.violations and a.answer_index == b.answer_index
 
 
-def test_config_validation():
-    with pytest.raises(ValueError):
-        unknot.UnknotConfig(diagrams=4, columns=2, min_crossings=5, max_crossings=6).validate()
-    with pytest.raises(ValueError):
-        unknot.UnknotConfig(diagrams=6, columns=3, min_crossings=8, max_crossings=14).validate()
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("diagrams", 4, "diagrams"), ("diagrams", 13, "diagrams"), ("columns", 1, "columns"), ("columns", 9, "columns"),
+    ("min_crossings", 4, "min_crossings"), ("max_crossings", unknot.MAX_CROSSINGS + 1, "max_crossings"),
+    ("min_crossings", 16, "min_crossings"), ("diagrams", 8.0, "diagrams"),
+])
+def test_validate_rejects_each_bad_parameter_in_one_line(field, value, words):
+    from vrforge.params import ParamError
+
+    with pytest.raises(ParamError) as caught:
+        dataclasses.replace(unknot.DIFFICULTIES["expert"], **{field: value}).validate()
+    assert "\n" not in str(caught.value) and words in str(caught.value)
+
+
+def test_expert_diagrams_have_twelve_to_fifteen_crossings():
+    for index in range(3):
+        p = make("expert", index)
+        assert 12 <= p.meta["crossings"] <= 15
+        assert {len(d["pd_code"]) for d in p.meta["diagrams"]} == {p.meta["crossings"]}
+
+
+def test_legend_shows_the_mark_around_a_plain_loop(puzzle):
+    """The legend (a loop with no crossing, framed in the frame colour) is drawn on every option
+    and the bare puzzle, above the grid, and the verifier does not read it as a mark."""
+    meta = puzzle.meta
+    x, y, side = meta["layout"]["legend"]
+    assert y + side <= min(cell[1] for cell in meta["layout"]["cells"])  # above the grid
+    for answer in (None, *puzzle.options()):
+        svg = SPEC.draw(meta, answer)
+        assert f'<rect fill="none" height="{unknot.fmt(side)}"' in svg and f'r="{unknot.fmt(unknot.LEGEND_LOOP_RADIUS)}"' in svg
+    image = rasterise(SPEC.draw(meta, None), (512,))[512]
+    scale = 512 / meta["layout"]["width"]
+    top_edge = image[round((y + 1) * scale), round((x + side / 2) * scale)]  # on the legend frame's top side
+    assert np.abs(top_edge.astype(int) - [0xe8, 0x59, 0x0c]).max() < 40
+    centre = image[round((y + side / 2) * scale), round((x + side / 2) * scale)]  # inside the loop: white
+    assert centre.min() > 240
+    assert SPEC.verify(meta, image).failed == ["no_mark"]
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard", "expert"])
+def test_legibility_is_a_worst_case_of_what_is_drawn(difficulty):
+    """Every drawing's strand width, crossing gap and grid step are at least the declared shares."""
+    config = unknot.DIFFICULTIES[difficulty]
+    shares = SPEC.legibility(config)
+    assert SPEC.illegible(config, 512) == []
+    for index in range(3):
+        p = make(difficulty, index)
+        layout = p.meta["layout"]
+        width = layout["width"]
+        assert layout["stroke_width"] >= shares["stroke"] * width - 1e-6
+        assert layout["gap_width"] >= shares["crossing_gap"] * width - 1e-6
+        assert p.stats["grid_unit_px"] >= shares["grid_step"] * width - 1e-6
+        svg = SPEC.draw(p.meta, p.solution)
+        assert f'stroke-width="{unknot.fmt(layout["stroke_width"])}"' in svg
+        assert f'stroke-width="{unknot.fmt(layout["stroke_width"] + 2 * layout["gap_width"])}"' in svg  # the halos
+
+
+def test_four_columns_are_released_from_1024_only():
+    wide = unknot.UnknotConfig(diagrams=8, columns=4, min_crossings=8, max_crossings=10)
+    assert SPEC.illegible(wide, 512) and not SPEC.illegible(wide, 1024)
+
+
+@pytest.mark.slow
+def test_knot_floer_homology_stays_fast_at_the_crossing_cap():
+    import time
+
+    from vrforge.seeding import item_rng
+    from vrforge.types import RejectedPuzzle
+
+    config = unknot.UnknotConfig(diagrams=6, columns=3, min_crossings=unknot.MAX_CROSSINGS,
+                                 max_crossings=unknot.MAX_CROSSINGS)
+    slowest, made = 0.0, 0
+    for seed in range(8):
+        try:
+            p = unknot.generate(config, item_rng(seed))
+        except RejectedPuzzle:
+            continue
+        made += 1
+        for d in p.meta["diagrams"]:
+            clock = time.perf_counter()
+            assert _hfk(d["pd_code"]) == d["hfk_total_rank"]
+            slowest = max(slowest, time.perf_counter() - clock)
+    assert made >= 4 and slowest < unknot.HFK_TIME_BOUND_S / 4
 
 
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
-# drawing or encoding changes these.
+# drawing or encoding changes these. Generator 1.2.0: the legend above the grid, strands at
+# least 12 units apart in the layout and crossing gaps at least 3.6 units.
 SNAPSHOTS = {
-    "easy": "01d426150f15dfb92e445a3f81a1a9ec41cde0bf2475219e0a93c06a5bd6fa70",
-    "medium": "8edd3e772e909c2206f077888edc437b70f01d6bfa0a018adfd9ecf13c201350",
-    "hard": "0a578b83512237c136872382acce50fe275670ab2716723b3349c8c3772623d8",
+    "easy": "b9f689f5a6520c207506010d9d6bd75c79476615b7cb5f5f56c832d65cb9aa20",
+    "medium": "f7607d9d64a33d97b38235084a4b8f6a855549d523fde9dcbafce0969ff368b4",
+    "hard": "104dc0b0e7e0009122b9a0ab289d418f4d4f84df28b842e041697826dedb0edd",
 }
 
 

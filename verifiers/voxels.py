@@ -43,7 +43,7 @@ FACE_KEYS = ("top", "left", "right")  # palette keys of the three face shades
 VIEWS = ("top", "front", "side")
 SQRT3_2 = math.sqrt(3) / 2
 MIN_UNIT_PX = 6.0  # the smallest lattice unit or view cell an answer may be drawn at
-NODE_LIMIT = 20_000  # search nodes before a read-back gives up (generated drawings need < 1,000)
+NODE_LIMIT = 20_000  # search nodes before a read-back gives up (generated drawings need about 1,100 at most, n = 6)
 
 Heights = list[list[int]]
 
@@ -179,17 +179,19 @@ def render(heights: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     """Per triangle: what the isometric picture shows (EMPTY/TOP/LEFT/RIGHT) and which unit face (-1: none)."""
     n = len(heights)
     lat = lattice(n)
-    labels = np.zeros(lat.size, dtype=np.int8)
-    faces = np.full(lat.size, -1, dtype=np.int64)
-    covered = np.zeros(lat.size, dtype=bool)
-    for k, (x, y) in enumerate(lat.order):
+    labels = [EMPTY] * lat.size
+    faces = [-1] * lat.size
+    covered = bytearray(lat.size)
+    columns, column_faces = _column_lists(n), _column_face_lists(n)
+    for k, (x, y) in enumerate(lat.order):  # front to back: a triangle shows the first column that covers it
         h = int(heights[y][x])
-        tris = lat.column_tris[k][h]
-        new = ~covered[tris]
-        labels[tris[new]] = lat.column_labels[k][h][new]
-        faces[tris[new]] = lat.column_faces[k][h][new]
-        covered[tris] = True
-    return labels, faces
+        tris, labs = columns[k][h]
+        for t, label, face in zip(tris, labs, column_faces[k][h]):
+            if not covered[t]:
+                covered[t] = 1
+                labels[t] = label
+                faces[t] = face
+    return np.asarray(labels, dtype=np.int8), np.asarray(faces, dtype=np.int64)
 
 
 # ---------------------------------------------------------------- reading a picture as solids
@@ -215,15 +217,25 @@ def interpretations(n: int, labels: np.ndarray, limit: int = 2, views: Mapping[s
     if (labels[lat.never] != EMPTY).any():
         return search
     views = views or {}
-    top = np.array([[ch == "1" for ch in row] for row in views["top"]]) if "top" in views else None
-    front_h = _skyline(views["front"], n) if "front" in views else None
-    side_h = _skyline(views["side"], n)[::-1] if "side" in views else None  # side columns run front to back
-    remaining_x = np.full(n, n)
-    remaining_y = np.full(n, n)
-    max_x = np.zeros(n, dtype=np.int64)
-    max_y = np.zeros(n, dtype=np.int64)
-    covered = np.zeros(lat.size, dtype=bool)
+    top = [[ch == "1" for ch in row] for row in views["top"]] if "top" in views else None
+    front_h = _skyline(views["front"], n).tolist() if "front" in views else None
+    side_h = _skyline(views["side"], n)[::-1].tolist() if "side" in views else None  # side columns run front to back
+    remaining_x = [n] * n
+    remaining_y = [n] * n
+    max_x = [0] * n
+    max_y = [0] * n
+    # Plain Python lists and a bytearray: the search touches a few triangles per step, where
+    # numpy's per-call cost would dominate.
+    covered = bytearray(lat.size)
     heights = [[0] * n for _ in range(n)]
+    # The labels are fixed for the whole search, so what each placement needs is found once:
+    # a column of height h fits when every triangle it shows wrongly is already covered by a
+    # column in front; after column k, every non-empty triangle it finalises must be covered.
+    shown_labels = labels.tolist()
+    column_tris = _column_lists(n)
+    wrong = [[[t for t, lab in zip(tris, expected) if shown_labels[t] != lab] for tris, expected in per_h]
+             for per_h in column_tris]
+    shown = [[t for t in fin if shown_labels[t] != EMPTY] for fin in _finalised_lists(n)]
 
     def visit(k: int) -> None:
         if len(search.solutions) >= limit or search.truncated:
@@ -237,17 +249,16 @@ def interpretations(n: int, labels: np.ndarray, limit: int = 2, views: Mapping[s
             return
         x, y = lat.order[k]
         for h in range(n + 1):
-            if top is not None and (h > 0) != bool(top[y, x]):
+            if top is not None and (h > 0) != top[y][x]:
                 continue
             if (front_h is not None and h > front_h[x]) or (side_h is not None and h > side_h[y]):
                 continue
-            tris = lat.column_tris[k][h]
-            fresh = tris[~covered[tris]]
-            if not np.array_equal(labels[fresh], lat.column_labels[k][h][~covered[tris]]):
+            if not all(covered[t] for t in wrong[k][h]):
                 continue
-            covered[fresh] = True
-            fin = lat.finalised[k]
-            ok = not (labels[fin[~covered[fin]]] != EMPTY).any()
+            fresh = [t for t in column_tris[k][h][0] if not covered[t]]
+            for t in fresh:
+                covered[t] = 1
+            ok = all(covered[t] for t in shown[k])
             saved = (max_x[x], max_y[y])
             max_x[x], max_y[y] = max(max_x[x], h), max(max_y[y], h)
             remaining_x[x] -= 1
@@ -263,12 +274,31 @@ def interpretations(n: int, labels: np.ndarray, limit: int = 2, views: Mapping[s
             remaining_x[x] += 1
             remaining_y[y] += 1
             max_x[x], max_y[y] = saved
-            covered[fresh] = False
+            for t in fresh:
+                covered[t] = 0
             if len(search.solutions) >= limit or search.truncated:
                 return
 
     visit(0)
     return search
+
+
+@lru_cache(maxsize=16)
+def _column_lists(n: int) -> tuple[tuple[tuple[list[int], list[int]], ...], ...]:
+    """``lattice(n)``'s column triangles and their face labels as Python lists: [k][h] -> (triangles, labels)."""
+    lat = lattice(n)
+    return tuple(tuple((tris.tolist(), labs.tolist()) for tris, labs in zip(per_h, per_h_labels))
+                 for per_h, per_h_labels in zip(lat.column_tris, lat.column_labels))
+
+
+@lru_cache(maxsize=16)
+def _column_face_lists(n: int) -> tuple[tuple[list[int], ...], ...]:
+    return tuple(tuple(faces.tolist() for faces in per_h) for per_h in lattice(n).column_faces)
+
+
+@lru_cache(maxsize=16)
+def _finalised_lists(n: int) -> tuple[list[int], ...]:
+    return tuple(fin.tolist() for fin in lattice(n).finalised)
 
 
 def _skyline(grid: Sequence[str], n: int) -> np.ndarray:

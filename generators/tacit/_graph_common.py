@@ -39,6 +39,19 @@ POOL = (
     "#9a6324",  # brown
     "#000080",  # navy
 )
+# Six more for graphs of 10 to 15 nodes, each node in its own colour (graph_isomorphism):
+# chosen greedily from a 16-level RGB grid, each as far as possible (CIEDE2000) from the pool,
+# white and the greys an answer might paint (#000, #333, #555, #808080, #aaa), so a grey node
+# never reads as a palette colour; the 16 keep the pool's least perceptual separation (CIEDE2000 >= 20.6;
+# RGB >= 89, the pool alone 96) and stay >= 87 from those greys.
+WIDE_POOL = POOL + (
+    "#770000",  # maroon
+    "#ffaacc",  # pink
+    "#007766",  # teal
+    "#ccffaa",  # pale lime
+    "#aa99ff",  # lavender
+    "#447700",  # olive green
+)
 UNCOLOURED = "#ffffff"
 BACKGROUND = "#ffffff"
 OUTLINE = "#333333"
@@ -162,12 +175,76 @@ def spring_positions(n: int, edges: Sequence[Edge], rng: np.random.Generator,
 def circle_positions(n: int, rng: np.random.Generator, box: tuple[float, float, float, float]) -> list[Point]:
     """Nodes evenly on a circle in a random order and rotation, fitted into ``box``."""
     order = rng.permutation(n).tolist()
-    start = float(rng.uniform(0, 2 * np.pi))
+    return circle_slots(order, float(rng.uniform(0, 2 * np.pi)), box)
+
+
+def circle_slots(order: Sequence[int], start: float, box: tuple[float, float, float, float]) -> list[Point]:
+    """Node ``order[s]`` at slot s of n evenly spaced on the circle inscribed in ``box``, slot 0 at angle ``start``."""
+    n = len(order)
     angles = {node: start + 2 * np.pi * slot / n for slot, node in enumerate(order)}
     x0, y0, x1, y1 = box
     cx, cy, radius = (x0 + x1) / 2, (y0 + y1) / 2, min(x1 - x0, y1 - y0) / 2
     return [(round(cx + radius * float(np.cos(angles[i])), 2), round(cy + radius * float(np.sin(angles[i])), 2))
             for i in range(n)]
+
+
+def clear_circle_order(n: int, edges: Sequence[Edge], rng: np.random.Generator, box: tuple[float, float, float, float],
+                       clearance: float, budget: int = 20_000) -> tuple[list[int], float] | None:
+    """(order, start) for ``circle_slots`` such that no edge passes within ``clearance`` of a
+    node it does not join, or None when the randomised search finds none within ``budget`` steps.
+
+    On a circle of many nodes a chord between nodes two or three slots apart grazes the nodes
+    between them, so only chords of some slot spans are readable; the search places nodes one
+    by one (each next to one already placed when it can) in random free slots where every edge
+    to a placed node has a readable span."""
+    start = float(rng.uniform(0, 2 * np.pi))
+    slots = circle_slots(list(range(n)), start, box)
+    readable = {d for d in range(1, n) if all(point_segment_distance(slots[c], slots[0], slots[d]) >= clearance
+                                               for c in range(n) if c not in (0, d))}
+    adj = adjacency(n, edges)
+    order_of = [int(v) for v in rng.permutation(n)]
+    slot_of: dict[int, int] = {}
+    taken: set[int] = set()
+    steps = 0
+
+    def place(k: int) -> bool:
+        nonlocal steps
+        if k == n:
+            return True
+        steps += 1
+        if steps > budget:
+            return False
+        free = [s for s in range(n) if s not in taken]
+        # Next: the unplaced node with the most placed neighbours (the most constrained).
+        node = max((v for v in order_of if v not in slot_of), key=lambda v: sum(u in slot_of for u in adj[v]))
+        for s in [free[i] for i in rng.permutation(len(free)).tolist()]:
+            if all((s - slot_of[u]) % n in readable for u in adj[node] if u in slot_of):
+                slot_of[node] = s
+                taken.add(s)
+                if place(k + 1):
+                    return True
+                del slot_of[node]
+                taken.discard(s)
+        return False
+
+    if not place(0):
+        return None
+    order = [0] * n
+    for node, s in slot_of.items():
+        order[s] = node
+    return order, start
+
+
+def kamada_kawai_positions(n: int, edges: Sequence[Edge], rng: np.random.Generator,
+                           box: tuple[float, float, float, float]) -> list[Point]:
+    """An energy-minimising drawing (networkx's Kamada-Kawai, started from random points drawn
+    from ``rng``) fitted into ``box``: more even spacing than a spring layout on larger graphs."""
+    graph = nx.Graph()
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from(edges)
+    start = {i: (float(x), float(y)) for i, (x, y) in enumerate(rng.uniform(-1, 1, size=(n, 2)))}
+    layout = nx.kamada_kawai_layout(graph, pos=start)
+    return fit_to_box([tuple(layout[i]) for i in range(n)], box)
 
 
 def adjacency(n: int, edges: Sequence[Edge]) -> list[set[int]]:

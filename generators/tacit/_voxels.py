@@ -10,6 +10,11 @@ the front view; the grids share their x and z axes) and the isometric panel in t
 top-right corner. Each view grid carries the same glyph on every option: a small cube
 whose viewed face keeps its shade (the other two grey) with an arrow showing the viewing
 direction; filled view cells use the shade of the faces that view looks at.
+
+Levels: the floor size n, the number of occupied columns and, from the expert level on, the
+least number of cubes and of concavities (cells lower than both neighbours along a row or a
+column: the notches and gaps a silhouette hides, the heightmap form of the reference release's
+"concavities", voxels taken out of a blob).
 """
 
 from __future__ import annotations
@@ -20,7 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from vrforge.generators.tacit._voxel_drawing import GRID_OFFSET, GRID_SIDE, LABEL_KEY, VIEW_SHADE, draw_scene  # noqa: F401
+from vrforge.generators.tacit._voxel_drawing import (  # noqa: F401
+    GRID_OFFSET,
+    GRID_SIDE,
+    GRID_STROKE,
+    LABEL_KEY,
+    VIEW_SHADE,
+    draw_scene,
+)
+from vrforge.params import ParamError, check_params, param
 from vrforge.types import RejectedPuzzle
 from vrforge.verifiers.voxels import interpretations, is_connected, render
 
@@ -41,27 +54,88 @@ PALETTE = {
     "glyph_off": "#e3e3e3",
 }
 
+MAX_SIZE = 8  # floor side: view cells and cube edges stay >= 12 px at 512 (see legibility)
+SOLID_TRIES = 40  # solids drawn for a level's least cubes and concavities before the attempt is rejected
+
+
 @dataclass(frozen=True)
 class VoxelConfig:
-    """Both voxel tasks: an n x n floor and how many columns the solid stands on."""
+    """Both voxel tasks: an n x n floor, how many columns the solid stands on, and (for the
+    levels that ask for them) how many cubes and concavities it has at least."""
 
-    size: int
-    min_columns: int
-    max_columns: int
+    size: int = param(doc="n: the floor is n x n cells and columns are at most n cubes tall", low=2, high=MAX_SIZE)
+    min_columns: int = param(doc="least occupied floor cells (columns) of the solid", low=2, high=MAX_SIZE**2)
+    max_columns: int = param(doc="most occupied floor cells (at most size^2)", low=2, high=MAX_SIZE**2)
+    min_cubes: int = param(0, doc="least cubes in the solid (0: any)", low=0, high=MAX_SIZE**3)
+    min_concavities: int = param(0, doc="least concavities: floor cells lower than both of their neighbours "
+                                        "along a row or a column (a notch, or a gap between two columns)",
+                                 low=0, high=MAX_SIZE**2)
 
     def validate(self) -> None:
-        if not 2 <= self.size <= 6:
-            raise ValueError(f"size must be in 2..6, got {self.size}")
-        if not 2 <= self.min_columns <= self.max_columns <= self.size**2:
-            raise ValueError("need 2 <= min_columns <= max_columns <= size^2")
+        check_params(self)
+        if not self.min_columns <= self.max_columns <= self.size**2:
+            raise ParamError(f"need min_columns <= max_columns <= size^2 ({self.size**2}), "
+                             f"got {self.min_columns}..{self.max_columns}")
+        if self.min_cubes > self.max_columns * self.size:
+            raise ParamError(f"min_cubes must be at most max_columns x size ({self.max_columns * self.size}), "
+                             f"got {self.min_cubes}")
+        if self.min_concavities > self.size**2 - 4:  # a corner cell is never lower than two neighbours in a line
+            raise ParamError(f"min_concavities must be at most size^2 - 4 ({self.size**2 - 4}), got {self.min_concavities}")
 
 
 VOXEL_DIFFICULTIES = {
     "easy": VoxelConfig(size=3, min_columns=4, max_columns=6),
     "medium": VoxelConfig(size=4, min_columns=6, max_columns=10),
     "hard": VoxelConfig(size=5, min_columns=9, max_columns=15),
+    # The reference release's hard counts 16 cubes ("faces") and 3 concavities (voxels taken
+    # out of a blob); here: at least 24 cubes and 3 notches or gaps in a heightmap on a 6-floor.
+    "expert": VoxelConfig(size=6, min_columns=14, max_columns=22, min_cubes=24, min_concavities=3),
 }
 
+
+def concavities(heights: Sequence[Sequence[int]]) -> int:
+    """Floor cells lower than both neighbours along their row or along their column: the
+    notches and gaps that a front or side silhouette hides."""
+    h = np.asarray(heights)
+    row = np.zeros(h.shape, dtype=bool)
+    col = np.zeros(h.shape, dtype=bool)
+    row[:, 1:-1] = h[:, 1:-1] < np.minimum(h[:, :-2], h[:, 2:])
+    col[1:-1, :] = h[1:-1, :] < np.minimum(h[:-2, :], h[2:, :])
+    return int((row | col).sum())
+
+
+def legibility(config: VoxelConfig) -> dict[str, float]:
+    """The smallest features, as shares of the picture's width (the layout is fixed; only n varies)."""
+    n = config.size
+    unit = ISO_HALF_HEIGHT / n
+    return {
+        "view_cell": (GRID_SIDE / n - GRID_STROKE) / (WIDTH + 2 * PAD),
+        "cube_edge": unit / (WIDTH + 2 * PAD),
+        "grid_line": GRID_STROKE / (WIDTH + 2 * PAD),
+        "solid_line": max(1.0, 0.06 * unit) / (WIDTH + 2 * PAD),
+    }
+
+
+LEGIBILITY_FLOORS = {
+    "view_cell": 8.0,  # a view cell under 8 px between its grid lines cannot be told filled or empty at a glance
+    "cube_edge": 8.0,  # a cube edge under 8 px makes its three face rhombi too small to tell their shades apart
+    "grid_line": 1.0,  # a grid line under 1 px fades into the white: the cells of a view cannot be counted
+    "solid_line": 1.0,  # the dark edges between cube faces under 1 px fade: stacked cubes merge into one face
+}
+
+CONVENTIONS = {
+    "which grid is the top, the front and the side (right) view":
+        "by each grid a small cube with the viewed face shaded and an arrow along the viewing direction",
+    "a view cell is filled when any cube lies on its line of sight (depth is not shown)":
+        "filled cells carry the shade of the faces that view looks at, as the glyph's shaded face",
+    "views are arranged third-angle: the top view above the front view (front edge at its bottom), the side "
+    "view right of it (front edge at its left); rows run bottom-up from the floor":
+        "the grids' placement, their shared rows and columns, and the dark ground line under the front and side views",
+    "the solid is columns of unit cubes standing on the n x n floor (no overhangs)":
+        "the isometric floor grid with n x n cells, the same n as the view grids",
+    "top faces are light, front faces (drawn left) medium, right faces dark":
+        "the glyph cubes' shaded faces and the view fills",
+}
 
 
 def layout(n: int) -> dict[str, Any]:
@@ -113,16 +187,30 @@ def random_solid(n: int, columns: tuple[int, int], rng: np.random.Generator) -> 
     return heights
 
 
-def drawable_solid(n: int, columns: tuple[int, int], rng: np.random.Generator) -> list[list[int]]:
+def drawable_solid(config: VoxelConfig, rng: np.random.Generator) -> list[list[int]]:
     """A random solid whose isometric drawing shows exactly one solid (proved by the solver),
-    at least two cubes tall; raises RejectedPuzzle otherwise."""
-    heights = random_solid(n, columns, rng)
-    if max(map(max, heights)) < 2:
-        raise RejectedPuzzle("flat solid")
-    search = interpretations(n, render(heights)[0], limit=2)
-    if len(search.solutions) != 1 or search.truncated:
-        raise RejectedPuzzle("the drawing shows more than one solid")
-    return heights
+    at least two cubes tall and with the level's least cubes and concavities; raises
+    RejectedPuzzle otherwise.
+
+    A level that asks for least cubes or concavities redraws a failing solid (up to
+    SOLID_TRIES; most solids with hidden notches are ambiguous); one that asks for neither
+    rejects the attempt at the first failure, as the levels made before these parameters did,
+    so their puzzles stay the same."""
+    tries = SOLID_TRIES if config.min_cubes or config.min_concavities else 1
+    n = config.size
+    problem = ""
+    for _ in range(tries):
+        heights = random_solid(n, (config.min_columns, config.max_columns), rng)
+        if sum(map(sum, heights)) < config.min_cubes or concavities(heights) < config.min_concavities:
+            problem = "too few cubes or concavities"
+        elif max(map(max, heights)) < 2:
+            problem = "flat solid"
+        else:
+            search = interpretations(n, render(heights)[0], limit=2)
+            if len(search.solutions) == 1 and not search.truncated:
+                return heights
+            problem = "the drawing shows more than one solid"
+    raise RejectedPuzzle(problem)
 
 
 # ---------------------------------------------------------------- near misses

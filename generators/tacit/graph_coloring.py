@@ -8,7 +8,10 @@ colouring with the palette passes; the verifier never compares with the referenc
 The graph is a jittered grid triangulation (grid edges plus one random diagonal per cell:
 crossing-free and well spread by construction) with a few nodes and edges removed. Every
 puzzle needs the full palette: the generator proves by exhaustive backtracking that the
-graph has a k-colouring and has none with k-1 colours (chromatic number exactly k).
+graph has a k-colouring and has none with k-1 colours (chromatic number exactly k). Grids up
+to 5 x 5 draw NODE_RADIUS discs; a 6-wide grid draws smaller ones at the same spacing in radii
+(``node_radius``); ``jitter`` sets how far nodes stray from the grid (on 6 x 6 grids 0.15
+keeps nodes readably apart in most tries, where the default 0.2 fails three times in four).
 
 Distractors are near misses built as a star (``_option_set.choose_star``): the variants of
 any answer are its recolourings of one node with another swatch colour that fail exactly
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vrforge.generators.tacit import _graph_common as gc
+from vrforge.params import ParamError, check_params, param
 from vrforge.registry import TaskSpec, register_task
 from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
@@ -52,27 +56,65 @@ PAD = 12.0  # added on every side: nodes and swatches keep 5.5 % of each dimensi
 
 @dataclass(frozen=True)
 class ColoringConfig:
-    rows: int
-    cols: int
-    colours: int  # k: the palette size and the graph's chromatic number
-    drop_nodes: int
-    drop_edges: float  # fraction of edges removed before fixing the chromatic number
+    rows: int = param(doc="rows of the jittered grid the nodes start on (the graph is its triangulation)", low=2, high=6)
+    cols: int = param(doc="columns of that grid", low=2, high=6)
+    colours: int = param(doc="k: the palette size (swatches shown) and the graph's exact chromatic number",
+                         low=3, high=4)
+    drop_nodes: int = param(doc="grid nodes removed at random (nodes = rows x cols - drop_nodes, at least 5)",
+                            low=0, high=31)
+    drop_edges: float = param(doc="share of the triangulation's edges removed at random before the chromatic "
+                                  "number is fixed (more are removed while the graph needs more than k colours)",
+                              low=0.0, high=0.45)
+    jitter: float = param(0.2, doc="how far each node strays from its grid point, in grid spacings (0: a regular grid)",
+                          low=0.0, high=0.3)
 
     def validate(self) -> None:
-        if not 2 <= self.rows <= 5 or not 2 <= self.cols <= 5:
-            raise ValueError(f"grid must be between 2x2 and 5x5, got {self.rows}x{self.cols}")
-        if not 3 <= self.colours <= 4:
-            raise ValueError(f"colours must be 3 or 4 (planar graphs need at most 4), got {self.colours}")
-        if not 0 <= self.drop_nodes <= self.rows * self.cols - 5:
-            raise ValueError(f"drop_nodes must leave at least 5 nodes, got {self.drop_nodes}")
-        if not 0 <= self.drop_edges < 0.5:
-            raise ValueError(f"drop_edges must be in [0, 0.5), got {self.drop_edges}")
+        check_params(self)
+        if self.drop_nodes > self.rows * self.cols - 5:
+            raise ParamError(f"drop_nodes must leave at least 5 nodes, got {self.drop_nodes} of {self.rows * self.cols}")
 
 
 DIFFICULTIES = {
     "easy": ColoringConfig(rows=3, cols=3, colours=3, drop_nodes=1, drop_edges=0.1),
     "medium": ColoringConfig(rows=4, cols=4, colours=3, drop_nodes=3, drop_edges=0.1),
     "hard": ColoringConfig(rows=4, cols=4, colours=4, drop_nodes=1, drop_edges=0.05),
+    # The reference release's hard: 20 nodes, k = 3.
+    "expert": ColoringConfig(rows=5, cols=5, colours=3, drop_nodes=5, drop_edges=0.1),
+}
+
+
+def node_radius(config: ColoringConfig) -> float:
+    """The node disc radius: NODE_RADIUS up to 5 x 5 grids, smaller on a 6-wide grid so that
+    nodes keep the same spacing in radii (3.6 between centres, 2 from an edge) in the same box."""
+    return NODE_RADIUS * min(1.0, 4.0 / (max(config.rows, config.cols) - 1))
+
+
+def legibility(config: ColoringConfig) -> dict[str, float]:
+    """The smallest features, as shares of the picture's width (fixed layout, worst case)."""
+    width = WIDTH + 2 * PAD
+    radius = node_radius(config)
+    # The white between an edge and a disc it does not touch: centre clearance 2r, less the
+    # disc, half the edge stroke and half the outline.
+    gap = 2.0 * radius - radius - EDGE_WIDTH / 2 - OUTLINE_WIDTH / 2
+    return {"node_radius": radius / width, "edge_stroke": EDGE_WIDTH / width, "edge_node_gap": gap / width,
+            "swatch": SWATCH_SIZE / width}
+
+
+LEGIBILITY_FLOORS = {
+    "node_radius": 6.0,  # a disc under 12 px across leaves too little fill inside its outline to name its colour
+    "edge_stroke": 1.5,  # a line under 1.5 px fades to a faint grey under anti-aliasing
+    "edge_node_gap": 3.0,  # a white gap under 3 px closes under anti-aliasing: the edge would seem to touch the node
+    "swatch": 10.0,  # a swatch under 10 px shows too little colour to match a node against
+}
+
+CONVENTIONS = {
+    "the colours to use are the swatches, and there are k of them":
+        "the row of square swatches under the graph, one per colour",
+    "every node must be coloured; white is uncoloured": "every node of the puzzle is a white disc with a dark outline",
+    "two nodes joined by an edge must take different colours":
+        "edges are straight grey lines drawn without crossings, so each joins exactly the two discs at its ends",
+    "a node's colour is its disc's fill; the layout stays as it is":
+        "the answer is the puzzle picture with the discs filled (node positions are fixed)",
 }
 
 
@@ -82,12 +124,18 @@ DIFFICULTIES = {
 def _graph(config: ColoringConfig, rng: np.random.Generator) -> tuple[list[gc.Point], list[gc.Edge]]:
     """A connected planar drawing whose chromatic number is exactly ``config.colours``."""
     k = config.colours
+    radius = node_radius(config)
     for _ in range(GRAPH_TRIES):
-        pos, edges = gc.triangulated_grid(config.rows, config.cols, rng, jitter=0.2)
+        pos, edges = gc.triangulated_grid(config.rows, config.cols, rng, jitter=config.jitter)
         keep = sorted(rng.permutation(len(pos))[config.drop_nodes:].tolist())
         pos, edges = gc.relabel(pos, edges, keep)
         n = len(pos)
         order = rng.permutation(len(edges)).tolist()
+        # Node spacing depends on the positions alone: check it before the colouring proofs
+        # (this try's random draws are all made, so the puzzles are the same, only found sooner).
+        fitted = gc.fit_to_box(pos, GRAPH_BOX)
+        if gc.layout_problem(fitted, [], 3.6 * radius, 2.0 * radius, planar=False):
+            continue
         removable = [edges[i] for i in order]
         target = int(round(config.drop_edges * len(edges)))
         current = list(edges)
@@ -111,8 +159,7 @@ def _graph(config: ColoringConfig, rng: np.random.Generator) -> tuple[list[gc.Po
                 continue  # would not need the full palette
         except RuntimeError:  # search budget exceeded: no proof either way, draw another graph
             continue
-        fitted = gc.fit_to_box(pos, GRAPH_BOX)
-        if gc.layout_problem(fitted, current, 3.6 * NODE_RADIUS, 2.0 * NODE_RADIUS, planar=True):
+        if gc.layout_problem(fitted, current, 3.6 * radius, 2.0 * radius, planar=True):
             continue
         return fitted, current
     raise RejectedPuzzle(f"no {config.colours}-chromatic readable planar graph in {GRAPH_TRIES} tries")
@@ -169,7 +216,7 @@ def _meta(config: ColoringConfig, pos: list[gc.Point], edges: list[gc.Edge], pal
         "layout": {
             "width": WIDTH + 2 * PAD,
             "height": HEIGHT + 2 * PAD,
-            "node_radius": NODE_RADIUS,
+            "node_radius": node_radius(config),
             "nodes": [[x + PAD, y + PAD] for x, y in pos],
             "swatches": swatches,
             "swatch_size": SWATCH_SIZE,
@@ -229,5 +276,8 @@ register_task(
                      "so that adjacent nodes have different colours. Keep the edges and layout unchanged."),
         answer_hint="the graph with every node coloured from the swatches so that no two linked nodes share a colour",
         difficulty_stat="nodes",
+        legibility=legibility,
+        legibility_floors=LEGIBILITY_FLOORS,
+        conventions=CONVENTIONS,
     )
 )

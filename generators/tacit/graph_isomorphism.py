@@ -33,7 +33,11 @@ the number of colours in the picture.
 Difficulty: node count and edge count; medium and hard graphs are near-regular (degrees
 differ by at most one; hard graphs are cubic) so counting degrees does not solve them, and
 B is drawn on a circle in random order while A has a force-directed layout, so the two
-drawings do not look alike.
+drawings do not look alike. Graphs of 10 to 14 nodes (expert: 12 nodes, cubic, as the
+reference release's hard) take their colours from the 16-colour ``WIDE_POOL``, smaller discs,
+a Kamada-Kawai drawing of A (a spring layout rarely keeps 10+ nodes clear of every edge) and
+an order on B's circle where no edge grazes a node it does not join: on a circle of 12, a
+chord between nodes two or three places apart would (``clear_circle_order``).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ import networkx as nx
 import numpy as np
 
 from vrforge.generators.tacit import _graph_common as gc
+from vrforge.params import ParamError, check_params, param
 from vrforge.registry import TaskSpec, register_task
 from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
@@ -65,25 +70,71 @@ SWAP_PAIRS = 8  # B node pairs whose colours a variant may exchange (the most al
 RARE_FAULT = 0.1  # chance that an answer offers a blank, an off-palette and a repeated colour
 GRAPH_TRIES = 200
 LAYOUT_TRIES = 5
+# Graphs of more than CIRCLE_NODES nodes (the 16-colour pool): smaller discs, graph A drawn by
+# Kamada-Kawai (a spring layout rarely keeps 10+ nodes clear of every edge), graph B on the
+# circle in an order where no edge grazes a node (``clear_circle_order``).
+CIRCLE_NODES = 9
+WIDE_NODE_RADIUS = 16.0
+WIDE_LAYOUT_TRIES = 12
+MAX_NODES = 14
 
 
 @dataclass(frozen=True)
 class IsomorphismConfig:
-    nodes: int
-    edges: int
-    near_regular: bool  # degrees differ by at most one (degree counting does not help)
+    # At most 14: one pool colour stays off-palette, and 15-node layouts take seconds to find.
+    nodes: int = param(doc="nodes of each graph, each drawn in its own colour in graph A", low=4, high=MAX_NODES)
+    edges: int = param(doc="edges of each graph (connected, not complete)", low=3, high=MAX_NODES * (MAX_NODES - 1) // 2 - 1)
+    near_regular: bool = param(doc="degrees differ by at most one, so counting degrees does not solve it")
 
     def validate(self) -> None:
-        if not 4 <= self.nodes <= len(gc.POOL) - 1:
-            raise ValueError(f"nodes must be in 4..{len(gc.POOL) - 1} (one pool colour stays off-palette), got {self.nodes}")
+        check_params(self)
         if not self.nodes - 1 <= self.edges <= self.nodes * (self.nodes - 1) // 2 - 1:
-            raise ValueError(f"edges must allow a connected, non-complete graph, got {self.edges}")
+            raise ParamError(f"edges must allow a connected, non-complete graph of {self.nodes} nodes "
+                             f"({self.nodes - 1}..{self.nodes * (self.nodes - 1) // 2 - 1}), got {self.edges}")
 
 
 DIFFICULTIES = {
     "easy": IsomorphismConfig(nodes=6, edges=7, near_regular=False),
     "medium": IsomorphismConfig(nodes=7, edges=10, near_regular=True),
     "hard": IsomorphismConfig(nodes=8, edges=12, near_regular=True),
+    # The reference release's hard (12 nodes): cubic graphs, so every node looks alike locally.
+    "expert": IsomorphismConfig(nodes=12, edges=18, near_regular=True),
+}
+
+
+def pool(nodes: int) -> tuple[str, ...]:
+    """The colours a puzzle draws its palette from, leaving at least one off-palette."""
+    return gc.POOL if nodes <= CIRCLE_NODES else gc.WIDE_POOL
+
+
+def node_radius(nodes: int) -> float:
+    return NODE_RADIUS if nodes <= CIRCLE_NODES else WIDE_NODE_RADIUS
+
+
+def legibility(config: IsomorphismConfig) -> dict[str, float]:
+    """The smallest features, as shares of the picture's width (fixed layout, worst case)."""
+    radius = node_radius(config.nodes)
+    # Layouts keep every edge 1.9 radii from a node centre it does not join: the white left
+    # between them, less half the edge stroke and half the outline.
+    gap = 1.9 * radius - radius - EDGE_WIDTH / 2 - OUTLINE_WIDTH / 2
+    return {"node_radius": radius / WIDTH, "edge_stroke": EDGE_WIDTH / WIDTH, "edge_node_gap": gap / WIDTH}
+
+
+LEGIBILITY_FLOORS = {
+    "node_radius": 6.0,  # a disc under 12 px across leaves too little fill inside its outline to name its colour
+    "edge_stroke": 1.5,  # a line under 1.5 px fades to a faint grey under anti-aliasing
+    "edge_node_gap": 3.0,  # a white gap under 3 px closes under anti-aliasing: the edge would seem to touch the node
+}
+
+CONVENTIONS = {
+    "graph A is the coloured graph, graph B the blank one to colour":
+        "left of the dashed separator every node is coloured; right of it every node is a white disc",
+    "a colour names one node of A: a B node painted a colour stands for the A node of that colour":
+        "each colour appears exactly once in graph A",
+    "every colour is used exactly once in B, and B's edges must join the colours A's edges join":
+        "A and B have the same number of nodes; edges are straight grey lines between discs",
+    "only the B discs' fills change; nodes stay where they are":
+        "the answer is the puzzle picture with B's discs filled",
 }
 
 
@@ -110,14 +161,15 @@ def _random_edges(config: IsomorphismConfig, rng: np.random.Generator) -> list[g
 
 
 def _layouts(n: int, edges_a: list[gc.Edge], edges_b: list[gc.Edge], rng: np.random.Generator):
-    r = NODE_RADIUS
+    r = node_radius(n)
     inset = r + 8
     box_a = (MARGIN + inset, MARGIN + inset, MARGIN + PANEL - inset, MARGIN + PANEL - inset)
     left_b = MARGIN + PANEL + GAP
     box_b = (left_b + inset, MARGIN + inset, left_b + PANEL - inset, MARGIN + PANEL - inset)
+    wide = n > CIRCLE_NODES
     best = None
-    for _ in range(LAYOUT_TRIES):
-        pos = gc.spring_positions(n, edges_a, rng, box_a)
+    for _ in range(WIDE_LAYOUT_TRIES if wide else LAYOUT_TRIES):
+        pos = (gc.kamada_kawai_positions if wide else gc.spring_positions)(n, edges_a, rng, box_a)
         if gc.layout_problem(pos, edges_a, 3.2 * r, 1.9 * r, planar=False) is None:
             score = gc.crossings(pos, edges_a)
             if best is None or score < best[0]:
@@ -125,6 +177,13 @@ def _layouts(n: int, edges_a: list[gc.Edge], edges_b: list[gc.Edge], rng: np.ran
             if score <= 1:
                 break
     if best is None:
+        return None
+    if wide:
+        found = gc.clear_circle_order(n, edges_b, rng, box_b, 1.9 * r)
+        if found is not None:
+            pos_b = gc.circle_slots(*found, box_b)
+            if gc.layout_problem(pos_b, edges_b, 3.2 * r, 1.9 * r, planar=False) is None:
+                return best[1], pos_b
         return None
     for _ in range(LAYOUT_TRIES):
         pos_b = gc.circle_positions(n, rng, box_b)
@@ -176,9 +235,10 @@ def automorphisms(n: int, edges: list[gc.Edge]) -> int:
 def generate(config: IsomorphismConfig, rng: np.random.Generator) -> Puzzle:
     n = config.nodes
     edges_a, edges_b, mapping, (pos_a, pos_b) = _graphs(config, rng)
-    colour_order = rng.permutation(len(gc.POOL)).tolist()
-    palette = [gc.POOL[i] for i in colour_order[:n]]
-    off_palette = [gc.POOL[i] for i in sorted(colour_order[n:])] + [gc.OFF_PALETTE_FILL]
+    colours = pool(n)
+    colour_order = rng.permutation(len(colours)).tolist()
+    palette = [colours[i] for i in colour_order[:n]]
+    off_palette = [colours[i] for i in sorted(colour_order[n:])] + [gc.OFF_PALETTE_FILL]
     meta = {
         "task": "graph_isomorphism",
         "nodes": n,
@@ -190,7 +250,7 @@ def generate(config: IsomorphismConfig, rng: np.random.Generator) -> Puzzle:
         "layout": {
             "width": WIDTH,
             "height": HEIGHT,
-            "node_radius": NODE_RADIUS,
+            "node_radius": node_radius(n),
             "nodes_a": [list(p) for p in pos_a],
             "nodes_b": [list(p) for p in pos_b],
         },
@@ -282,5 +342,8 @@ register_task(
                      "colouring maps graph A onto graph B edge for edge. Keep graph A unchanged."),
         answer_hint="graph B coloured so that its colouring matches graph A edge for edge",
         difficulty_stat="edges",
+        legibility=legibility,
+        legibility_floors=LEGIBILITY_FLOORS,
+        conventions=CONVENTIONS,
     )
 )

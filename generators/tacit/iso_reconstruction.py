@@ -168,7 +168,7 @@ class _NearMisses:
 
 def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     n = config.size
-    heights = _voxels.drawable_solid(n, (config.min_columns, config.max_columns), rng)
+    heights = _voxels.drawable_solid(config, rng)
     views = projections(heights)
     labels, _ = render(heights)
     meta = {
@@ -236,6 +236,9 @@ register_task(
                      "whose top, front and side views match the three given views."),
         answer_hint="an isometric drawing of a solid that has the three views shown",
         difficulty_stat="cubes",
+        legibility=_voxels.legibility,
+        legibility_floors=_voxels.LEGIBILITY_FLOORS,
+        conventions=_voxels.CONVENTIONS,
         strict=StrictMode(reference_ssim, STRICT_SSIM),
     )
 )

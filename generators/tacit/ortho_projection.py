@@ -120,7 +120,7 @@ class _NearMisses:
 
 def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     n = config.size
-    heights = _voxels.drawable_solid(n, (config.min_columns, config.max_columns), rng)
+    heights = _voxels.drawable_solid(config, rng)
     h = np.asarray(heights)
     labels, _ = render(heights)
     views = projections(heights)
@@ -174,5 +174,8 @@ register_task(
         instruction="Fill in the top, front and side view grids of the solid of stacked cubes drawn in isometric.",
         answer_hint="the top, front and side view grids filled in",
         difficulty_stat="cubes",
+        legibility=_voxels.legibility,
+        legibility_floors=_voxels.LEGIBILITY_FLOORS,
+        conventions=_voxels.CONVENTIONS,
     )
 )

@@ -1,8 +1,10 @@
 """Unknot detection (domain: topology).
 
-The puzzle is a grid of knot diagrams (5 easy, 6 medium, 8 hard), drawn as smooth curves
-with gaps in the under-strand at every crossing. Exactly one diagram is the unknot; the
-answer is the same picture with a coloured frame around that diagram's cell.
+The puzzle is a grid of knot diagrams (5 easy, 6 medium, 8 hard and expert), drawn as smooth
+curves with gaps in the under-strand at every crossing. Exactly one diagram is the unknot; the
+answer is the same picture with a coloured frame around that diagram's cell. A legend above
+the grid shows both without words: a plain loop (the unknot drawn with no crossing) inside a
+small frame of the answer's colour and shape.
 
 Diagrams. One unknot diagram is made per puzzle by a random walk of crossing-increasing
 Reidemeister moves (spherogram's reverse R1/R2/R3 moves) from the 1-crossing kink:
@@ -22,9 +24,9 @@ Certification. Knot Floer homology (total rank 1 exactly for the unknot) is comp
 every slot from its PD code: the unknot slot must have rank 1 and every other slot rank
 > 1, so exactly one answer is correct by proof, not by construction alone (an unknot walk
 whose HFK disagrees is rejected and counted). Time bound: HFK is a C extension, which
-``signal.alarm`` cannot interrupt, so the bound is kept by small diagrams (at most 11
-crossings; HFK takes about a millisecond) and each call is timed: an instance over
-``HFK_TIME_BOUND_S`` is rejected (the build counts it and redraws).
+``signal.alarm`` cannot interrupt, so the bound is kept by small diagrams (at most
+MAX_CROSSINGS = 16 crossings; HFK takes a few milliseconds, at most ~60 ms measured) and each
+call is timed: an instance over ``HFK_TIME_BOUND_S`` is rejected (the build counts it and redraws).
 
 Options and checks. The solution frames the unknot; each distractor frames a different
 knotted diagram and fails exactly ``marked_knotted``. The five options are the same
@@ -56,12 +58,13 @@ from typing import Any
 
 import numpy as np
 
+from vrforge.params import ParamError, check_params, param
 from vrforge.registry import TaskSpec, register_task
 from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import unknot as unknot_verifier
 
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 CELL = 200.0  # SVG units per diagram cell
 MARGIN = 8.0  # the least margin
 EDGE_SHARE = 0.055  # of each dimension kept clear on every side: a 5 % crop of any side keeps every frame
@@ -74,7 +77,16 @@ WALK_TRIES = 40
 INK_SAMPLES = 12
 GRID = 10.0  # spherogram's orthogonal layout grid spacing
 CLEARANCE = 0.6
-MIN_GRID_UNIT = 9.0  # SVG units per layout grid step; denser layouts are unreadable
+# SVG units per layout grid step; denser layouts are unreadable: between two crossings one step
+# apart an under-strand keeps MIN_GRID_UNIT - stroke - 2 gaps of ink (see legibility).
+MIN_GRID_UNIT = 14.0
+STROKE_RANGE = (3.2, 5.0)  # strand width in SVG units: 0.2 grid units, within this range
+GAP_RANGE = (3.6, 5.0)  # white beside an over-strand, cutting the under-strand: 0.2 grid units, within this range
+MAX_CROSSINGS = 16  # HFK stays fast (<= ~60 ms measured at 16); at 18 layouts rarely keep MIN_GRID_UNIT
+LEGEND_BAND = 76.0  # above the grid: the legend, a plain loop in a frame (what to mark and how)
+LEGEND_SIDE = 60.0
+LEGEND_FRAME_WIDTH = 5.0
+LEGEND_LOOP_RADIUS = 16.0
 VARIANT_TRIES = 12
 HALO_HALF = 0.3  # grid units along the over-strand that the white halo covers
 OVER_HALF = 0.42  # the over-strand redrawn on top (longer than the halo: no seam)
@@ -88,24 +100,59 @@ UNKNOT_SEED = [(1, 1, 2, 2)]  # the 1-crossing kink diagram
 
 @dataclass(frozen=True)
 class UnknotConfig:
-    diagrams: int
-    columns: int
-    min_crossings: int
-    max_crossings: int
+    diagrams: int = param(doc="knot diagrams in the grid; exactly one is the unknot", low=5, high=12)
+    columns: int = param(doc="diagrams per row of the grid (at most diagrams)", low=2, high=6)
+    min_crossings: int = param(doc="least crossings of the shared diagram shadow (drawn uniformly in the range)",
+                               low=5, high=MAX_CROSSINGS)
+    max_crossings: int = param(doc="most crossings of the shared diagram shadow", low=5, high=MAX_CROSSINGS)
 
     def validate(self) -> None:
-        if not 5 <= self.diagrams <= 12:
-            raise ValueError(f"diagrams must be in 5..12, got {self.diagrams}")
-        if not 2 <= self.columns <= self.diagrams:
-            raise ValueError(f"columns must be in 2..diagrams, got {self.columns}")
-        if not 5 <= self.min_crossings <= self.max_crossings <= 11:
-            raise ValueError(f"need 5 <= min_crossings <= max_crossings <= 11, got {self.min_crossings}..{self.max_crossings}")
+        check_params(self)
+        if self.columns > self.diagrams:
+            raise ParamError(f"columns must be at most diagrams ({self.diagrams}), got {self.columns}")
+        if self.min_crossings > self.max_crossings:
+            raise ParamError(f"min_crossings must be at most max_crossings, got {self.min_crossings}..{self.max_crossings}")
 
 
 DIFFICULTIES = {
     "easy": UnknotConfig(diagrams=5, columns=3, min_crossings=5, max_crossings=6),
     "medium": UnknotConfig(diagrams=6, columns=3, min_crossings=6, max_crossings=8),
     "hard": UnknotConfig(diagrams=8, columns=3, min_crossings=8, max_crossings=10),
+    # Beyond the reference release's hard (10 crossings) up to its expert (15).
+    "expert": UnknotConfig(diagrams=8, columns=3, min_crossings=12, max_crossings=15),
+}
+
+
+def legibility(config: UnknotConfig) -> dict[str, float]:
+    """The smallest features, as shares of the picture's width. Worst case over every drawing
+    the generator accepts: its layout grid step is at least MIN_GRID_UNIT, strands keep
+    CLEARANCE grid steps apart away from crossings, and stroke and gap widths are clipped to
+    their ranges (so they are least at the least grid step)."""
+    width = _grid(config)[0]
+    stroke = float(np.clip(0.2 * MIN_GRID_UNIT, *STROKE_RANGE))
+    gap = float(np.clip(0.2 * MIN_GRID_UNIT, *GAP_RANGE))
+    return {"stroke": stroke / width, "crossing_gap": gap / width,
+            "strand_gap": (CLEARANCE * MIN_GRID_UNIT - stroke) / width,
+            # An under-strand between two crossings one grid step apart keeps this much ink.
+            "under_dash": (MIN_GRID_UNIT - stroke - 2 * gap) / width, "grid_step": MIN_GRID_UNIT / width}
+
+
+LEGIBILITY_FLOORS = {
+    "stroke": 1.5,  # a strand under 1.5 px fades to a faint grey under anti-aliasing
+    "crossing_gap": 2.5,  # a break under 2.5 px beside the over-strand greys over: the under-strand seems to run through
+    "strand_gap": 2.5,  # strands with under 2.5 px of white between them merge into one thick line
+    "under_dash": 2.5,  # an under-strand piece under 2.5 px between two crossings reads as a dot, not a strand
+    "grid_step": 8.0,  # crossings closer than 8 px run together: their breaks touch and over/under cannot be told
+}
+
+CONVENTIONS = {
+    "exactly one diagram is the unknot, and it is the one to mark":
+        "the legend above the grid: a plain loop (the unknot with no crossing) inside a frame",
+    "the mark is a rounded square frame in the frame colour around the diagram's grid cell":
+        "the legend's frame has the colour and shape of the mark, around the loop as the mark goes round a cell",
+    "a strand broken at a crossing passes under the unbroken one":
+        "every crossing is drawn with a white gap cut into its under-strand",
+    "only one diagram is marked and the diagrams stay drawn": "one legend frame around one loop",
 }
 
 
@@ -382,15 +429,15 @@ def _smooth_diagram(layout: tuple[list[tuple[float, float]], list[tuple[int, int
 
 def _grid(config: UnknotConfig) -> tuple[float, float, list[list[float]]]:
     rows = -(-config.diagrams // config.columns)
-    margin_x, margin_y = _margin(config.columns * CELL), _margin(rows * CELL)
+    margin_x, margin_y = _margin(config.columns * CELL), _margin(rows * CELL + LEGEND_BAND)
     width = 2 * margin_x + config.columns * CELL
-    height = 2 * margin_y + rows * CELL
+    height = 2 * margin_y + LEGEND_BAND + rows * CELL
     cells = []
     for index in range(config.diagrams):
         row, col = divmod(index, config.columns)
         in_row = min(config.columns, config.diagrams - row * config.columns)
         shift = (config.columns - in_row) * CELL / 2  # centre a short last row
-        cells.append([margin_x + shift + col * CELL, margin_y + row * CELL, CELL])
+        cells.append([margin_x + shift + col * CELL, margin_y + LEGEND_BAND + row * CELL, CELL])
     return width, height, cells
 
 
@@ -536,8 +583,8 @@ def generate(config: UnknotConfig, rng: np.random.Generator) -> Puzzle:
     variants.insert(unknot_slot, ([], 1))
 
     width, height, cells = _grid(config)
-    stroke = float(np.clip(0.2 * unit_px, 3.2, 5.0))
-    gap = float(np.clip(0.2 * unit_px, 2.8, 5.0))
+    stroke = float(np.clip(0.2 * unit_px, *STROKE_RANGE))
+    gap = float(np.clip(0.2 * unit_px, *GAP_RANGE))
     diagrams, ink = [], []
     for cell, (flips, rank) in zip(cells, variants):
         transform = int(rng.integers(len(TRANSFORMS)))
@@ -551,7 +598,8 @@ def generate(config: UnknotConfig, rng: np.random.Generator) -> Puzzle:
         "crossings": crossings,
         "unknot": unknot_slot,
         "diagrams": diagrams,
-        "layout": {"width": width, "height": height, "cells": cells, "frame_inset": FRAME_INSET,
+        "layout": {"width": width, "height": height, "cells": cells, "legend": _legend(width, cells),
+                   "frame_inset": FRAME_INSET,
                    "frame_width": FRAME_WIDTH, "stroke_width": round(stroke, 2), "gap_width": round(gap, 2),
                    "ink_samples": ink},
         "palette": dict(PALETTE),
@@ -569,6 +617,12 @@ def generate(config: UnknotConfig, rng: np.random.Generator) -> Puzzle:
 # ---------------------------------------------------------------- drawing
 
 
+def _legend(width: float, cells: list[list[float]]) -> list[float]:
+    """The legend's box [x, y, side]: centred above the grid, in the band over the top row."""
+    top = min(cell[1] for cell in cells)
+    return [round(width / 2 - LEGEND_SIDE / 2, 2), round(top - LEGEND_SIDE - 10, 2), LEGEND_SIDE]
+
+
 def _curve_path(curves: list[list[list[float]]]) -> str:
     """Closed path: straight piece to each corner's Bezier start, then the Bezier."""
     (sx, sy), _, _ = curves[0]
@@ -579,6 +633,16 @@ def _curve_path(curves: list[list[list[float]]]) -> str:
         d.append(f"Q{fmt(cx)} {fmt(cy)} {fmt(ex)} {fmt(ey)}")
     d.append("Z")
     return "".join(d)
+
+
+def _draw_legend(drawing: Any, layout: dict, palette: dict) -> None:
+    """The unknot at its plainest (a loop with no crossing), framed as an answer frames a cell."""
+    x, y, side = layout["legend"]
+    drawing.add(drawing.circle(center=(fmt(x + side / 2), fmt(y + side / 2)), r=fmt(LEGEND_LOOP_RADIUS), fill="none",
+                               stroke=palette["ink"], stroke_width=fmt(layout["stroke_width"])))
+    drawing.add(drawing.rect(insert=(fmt(x), fmt(y)), size=(fmt(side), fmt(side)),
+                             rx=fmt(side * 3 * FRAME_INSET / (CELL - 2 * FRAME_INSET)), fill="none",
+                             stroke=palette["frame"], stroke_width=fmt(LEGEND_FRAME_WIDTH)))
 
 
 def draw(meta: dict, marks: list[int] | None) -> str:
@@ -596,6 +660,8 @@ def draw(meta: dict, marks: list[int] | None) -> str:
     if overs:
         drawing.add(drawing.path(d=segments_path(overs), stroke=palette["ink"],
                                  stroke_width=fmt(layout["stroke_width"]), fill="none"))
+    if "legend" in layout:  # meta from generator 1.2.0 on
+        _draw_legend(drawing, layout, palette)
     inset = layout["frame_inset"]
     for index in marks or []:
         x, y, size = layout["cells"][index]
@@ -619,5 +685,8 @@ register_task(
         instruction="Draw a frame around the one knot diagram that is the unknot. Leave the other diagrams unmarked.",
         answer_hint="a frame around the one diagram that is the unknot",
         difficulty_stat="crossings",
+        legibility=legibility,
+        legibility_floors=LEGIBILITY_FLOORS,
+        conventions=CONVENTIONS,
     )
 )
