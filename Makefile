@@ -12,12 +12,12 @@ RELIANCE_OUT ?= datasets/reliance
 LIMIT ?=
 LIMIT_FLAG := $(if $(LIMIT),--limit $(LIMIT),)
 
-.PHONY: install dataset reliance-dataset sample test test-all bench lint clean
+.PHONY: install dataset reliance-dataset sample test test-all bench lint docs check-frameworks clean
 
 # torch is pinned first: a bare `torch` requirement lets pip pick a newer build (multi-GB on
 # PyPI) that the evaluation extras' pins then fight with.
 TORCH ?= torch==2.13.0
-EXTRAS ?= dev,eval,distributed,drift,probes
+EXTRAS ?= dev,eval,distributed,drift,probes,study,docs
 
 $(BIN)/vrforge: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,5 +57,16 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/python .ci/typecheck.py
 
+# The documentation site into site/; --strict fails on a broken link, a missing page or a bad reference.
+docs: install
+	OMP_NUM_THREADS=1 $(BIN)/mkdocs build --strict --quiet
+
+# The exports through the real lmms-eval and VLMEvalKit, compared with vrforge's scorer on the same
+# saved answers. Not part of `make test`: it builds a venv of its own outside the repository (about
+# 5.5 GB: torch 2.14.1 + torchvision 0.29.1, lmms-eval 0.7.3, ms-vlmeval 0.0.20).
+FRAMEWORKS_VENV ?= ../frameworks-venv
+check-frameworks: install
+	FRAMEWORKS_VENV=$(FRAMEWORKS_VENV) OMP_NUM_THREADS=1 bash .ci/check-frameworks.sh
+
 clean:
-	rm -rf build dist *.egg-info samples .pytest_cache .ruff_cache
+	rm -rf build dist *.egg-info samples site .pytest_cache .ruff_cache

@@ -18,10 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 TREE = ROOT / "build" / "typecheck"
 
 
-def link_tree() -> Path:
+def link_tree(tree: Path = TREE) -> Path:
     mapping = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-dir"]
-    shutil.rmtree(TREE, ignore_errors=True)
-    package = TREE / "vrforge"
+    shutil.rmtree(tree, ignore_errors=True)
+    package = tree / "vrforge"
     package.mkdir(parents=True)
     for entry in sorted((ROOT / mapping["vrforge"]).iterdir()):
         if entry.name != "__pycache__":

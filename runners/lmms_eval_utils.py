@@ -4,7 +4,9 @@ as ``utils.py`` beside the task YAMLs; it imports nothing from vrforge, so lmms-
 A doc is a row of the TACIT release: ``puzzle`` and the five options (``distractors`` with
 ``solution`` inserted at ``answer_index``) are its six images, in that order; the text says
 what the options show (the task's hint, from the YAML's ``lmms_eval_specific_kwargs``) and asks
-for one letter. The answer is parsed with the same rules as ``vrforge run tacit-choice``.
+for one letter. The answer is parsed with the same rules as ``vrforge run tacit-choice``; each doc scores 1.0 or
+0.0 (``tacit_accuracy``), averaged by lmms-eval (``aggregation: mean``) per task and pooled by the
+groups' ``aggregate_metric_list``.
 """
 
 from __future__ import annotations
@@ -85,11 +87,8 @@ def parse_choice(text: str | None, count: int = 5) -> int | None:
     return position(standalone.pop()) if len(standalone) == 1 else None
 
 
-def tacit_process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+def tacit_process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float]:
+    """1.0 when the answer names the solution's letter, else 0.0: a float per doc, so the YAML's
+    ``aggregation: mean`` gives the accuracy and lmms-eval its standard error."""
     picked = parse_choice(results[0] if results else None)
-    return {"tacit_accuracy": {"id": doc["id"], "task": doc["task"], "difficulty": doc["difficulty"],
-                               "selected_index": picked, "correct": picked == int(doc["answer_index"])}}
-
-
-def tacit_aggregate_accuracy(results: list[dict[str, Any]]) -> float:
-    return sum(1 for r in results if r["correct"]) / len(results) if results else 0.0
+    return {"tacit_accuracy": float(picked == int(doc["answer_index"]))}

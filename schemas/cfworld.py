@@ -88,6 +88,26 @@ class Provenance:
 
 
 @dataclass(frozen=True)
+class Law:
+    """A law of the CF-World law bank (generators/cfworld/laws/*.yaml): the drafter's input."""
+
+    id: str
+    domain: str
+    subdomain: str
+    law: str
+    counterfactual: str
+    scene: str
+    factual_outcome: str
+    counterfactual_outcome: str
+    outcome_terms: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "domain": self.domain, "subdomain": self.subdomain, "law": self.law,
+                "counterfactual": self.counterfactual, "scene": self.scene, "factual_outcome": self.factual_outcome,
+                "counterfactual_outcome": self.counterfactual_outcome, "outcome_terms": list(self.outcome_terms)}
+
+
+@dataclass(frozen=True)
 class Scenario:
     id: str
     domain: str

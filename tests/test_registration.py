@@ -49,7 +49,7 @@ def test_every_task_reads_distorted_answers(task):
 @pytest.mark.parametrize("task", TASKS)
 def test_every_distortion_keeps_solutions_and_rejects_distractors(task):
     """The benchmark's whole grid: every distractor rejected; each solution accepted at two of the
-    three difficulties at least (the README's table shows the cells below 100 %)."""
+    three difficulties at least (docs/design/registration.md has the measured grid)."""
     accepted = dict.fromkeys(DISTORTIONS, 0)
     for difficulty in ("easy", "medium", "hard"):
         spec, puzzle, solution, distractors = drawn(task, difficulty)

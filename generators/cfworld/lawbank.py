@@ -52,7 +52,6 @@ the two never disagree.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +59,7 @@ import yaml
 
 from vrforge.errors import UserError
 from vrforge.generators.cfworld.validation import validate_scenario, validate_set
-from vrforge.schemas.cfworld import DOMAINS, Level, Provenance, Question, Scenario, scenario_schema_errors
+from vrforge.schemas.cfworld import DOMAINS, Law, Level, Provenance, Question, Scenario, scenario_schema_errors
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 LAWS_DIR = PACKAGE_DIR / "laws"
@@ -76,24 +75,6 @@ SUBDOMAIN_PATTERN = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 
 class LawBankError(UserError, ValueError):
     """A law or seed file cannot be used; the message is one line."""
-
-
-@dataclass(frozen=True)
-class Law:
-    id: str
-    domain: str
-    subdomain: str
-    law: str
-    counterfactual: str
-    scene: str
-    factual_outcome: str
-    counterfactual_outcome: str
-    outcome_terms: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "domain": self.domain, "subdomain": self.subdomain, "law": self.law,
-                "counterfactual": self.counterfactual, "scene": self.scene, "factual_outcome": self.factual_outcome,
-                "counterfactual_outcome": self.counterfactual_outcome, "outcome_terms": list(self.outcome_terms)}
 
 
 def _yaml_files(folder: Path) -> list[Path]:

@@ -63,12 +63,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from vrforge.schemas.cfworld import DIMENSIONS, LEVELS, Scenario, scenario_schema_errors
-
-if TYPE_CHECKING:
-    from vrforge.generators.cfworld.lawbank import Law
+from vrforge.schemas.cfworld import DIMENSIONS, LEVELS, Law, Scenario, scenario_schema_errors
 
 SAME_SCENE_MIN = 0.4
 NEAR_DUPLICATE_MIN = 0.8

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,20 +18,28 @@ def _legibility(spec) -> dict[str, dict[str, float]]:
     return {level: spec.feature_pixels(config, 512) for level, config in spec.difficulties.items()}
 
 
+def task_records() -> list[dict[str, Any]]:
+    """What ``vrforge tasks --json`` prints, one record per registered task (the docs' task reference reads it too)."""
+    from vrforge.params import describe
+    from vrforge.registry import all_tasks
+
+    return [{"name": t.name, "domain": t.domain, "version": t.version, "description": t.description, "checks": list(t.checks),
+             "difficulties": t.parameters(), "difficulty_stat": t.difficulty_stat,
+             "parameters": describe(type(t.difficulties["easy"])),
+             "legibility_px_at_512": _legibility(t), "legibility_floors": dict(t.legibility_floors),
+             "conventions": dict(t.conventions),
+             "strict": {"check": t.strict.check, "threshold": t.strict.threshold} if t.strict else None,
+             "module": t.generate.__module__} for t in all_tasks()]
+
+
 def run(args: argparse.Namespace) -> int:
     from vrforge.params import describe
     from vrforge.registry import all_tasks
 
-    tasks = all_tasks()
     if args.json:
-        print(json.dumps([{"name": t.name, "domain": t.domain, "version": t.version, "checks": list(t.checks),
-                           "difficulties": t.parameters(), "difficulty_stat": t.difficulty_stat,
-                           "parameters": describe(type(t.difficulties["easy"])),
-                           "legibility_px_at_512": _legibility(t), "legibility_floors": dict(t.legibility_floors),
-                           "conventions": dict(t.conventions),
-                           "strict": {"check": t.strict.check, "threshold": t.strict.threshold} if t.strict else None,
-                           "module": t.generate.__module__} for t in tasks], indent=2, default=str))
+        print(json.dumps(task_records(), indent=2, default=str))
         return 0
+    tasks = all_tasks()
     for spec in tasks:
         print(f"{spec.name}  (domain: {spec.domain}, version {spec.version}, from {spec.generate.__module__})")
         print(f"  {spec.description}")
