@@ -105,7 +105,7 @@ def _audit_shard(job: list[tuple[str, bool]], learners: bool = False) -> dict[st
     (the same puzzles in the same order), so each puzzle's meta is parsed and validated once. In
     the smallest resolution's file (``True``) also the options' pairwise difference and the picks."""
     failures: list[str] = []
-    picks: list[tuple[str, str, np.ndarray, int]] = []
+    picks: list[tuple[str, str, np.ndarray, int, SetInputs | None]] = []
     tables = [(pq.read_table(path), with_picks) for path, with_picks in job]
     counts = {table.num_rows for table, _ in tables}
     if len(counts) > 1:

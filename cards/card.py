@@ -170,13 +170,12 @@ def audit_section(report: dict[str, Any]) -> str:
         lines.append(f"| `{task}` | {name or ''} | {' / '.join(stats.get('levels', []))} | {values} | {rejected} |")
     by_level = report.get("pickers_by_level", {})
     if by_level:
+        level_names = list(dict.fromkeys(lv for levels in by_level.values() for lv in levels))
         lines += ["", "The same pickers and probe level by level (highest figure of each):", "",
-                  "| task | " + " | ".join(dict.fromkeys(lv for levels in by_level.values() for lv in levels)) + " |"]
-        columns = list(dict.fromkeys(lv for levels in by_level.values() for lv in levels))
-        lines.append("|---" * (len(columns) + 1) + "|")
+                  "| task | " + " | ".join(level_names) + " |", "|---" * (len(level_names) + 1) + "|"]
         for task, levels in by_level.items():
             cells = [max((v for v in levels[c].values() if v is not None), default=None) if c in levels else None
-                     for c in columns]
+                     for c in level_names]
             lines.append(f"| `{task}` | " + " | ".join(_cell(v) for v in cells) + " |")
     return "\n".join(lines)
 

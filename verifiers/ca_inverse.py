@@ -100,7 +100,7 @@ def _batch_steps(start: np.ndarray, given: np.ndarray, free: list[tuple[int, int
     grids = np.broadcast_to(start.astype(np.int8), (len(values), n_rows, n_cols))
     columns = [values[:, k].astype(np.int8)[:, None, None] for k in range(len(free))]
     for _ in range(steps):
-        padded = np.pad((grids > 0).view(np.int8), ((0, 0), (1, 1), (1, 1)), mode=mode)
+        padded = np.pad((grids > 0).view(np.int8), ((0, 0), (1, 1), (1, 1)), mode=mode)  # type: ignore[call-overload]
         pair = grids * np.int8(counts)
         for dr, dc in NEIGHBOURHOODS[neighbourhood]:
             pair += padded[:, 1 + dr : 1 + dr + n_rows, 1 + dc : 1 + dc + n_cols]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -175,10 +176,10 @@ def set_cnn_accuracy(pixels: np.ndarray, answers: Sequence[int], epochs: int = 4
         torch.set_num_threads(threads)
 
 
-def _SetScorer(torch):  # noqa: N802 - a class built where torch is importable
+def _SetScorer(torch: Any) -> Any:  # noqa: N802 - a class built where torch is importable
     nn = torch.nn
 
-    class SetScorer(nn.Module):
+    class SetScorer(nn.Module):  # type: ignore[name-defined]
         """Scores each option from its own pixels and those minus the set's mean image, with the
         set's pooled embedding beside its own: permutation-equivariant, so no position is learnt."""
 

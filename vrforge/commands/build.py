@@ -28,6 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from vrforge.builds.build import BuildError, build
     from vrforge.builds.cfworld_build import recipe_kind
+    from vrforge.builds.item import ItemFailed
     from vrforge.builds.recipe import RecipeError, load_recipe
     from vrforge.builds.storage import is_url
 
@@ -50,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
         result = build(recipe, out, workers=args.workers, progress=not args.quiet, executor=executor)
     except (BuildError, ValueError, OSError) as exc:
         raise UserError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    except ItemFailed as exc:  # a level whose parameters the generator cannot meet: finished shards stay
+        raise UserError(f"{exc} (are the level's parameters possible?); finished shards in {out} are kept") from None
     except KeyboardInterrupt:
         print(f"\ninterrupted: finished shards in {out} are kept; run the same command to resume", file=sys.stderr)
         return EXIT_INTERRUPTED
