@@ -49,7 +49,9 @@ test: install
 test-all: install
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m ''
 
+# bench: the regression guard first (per-puzzle build cost against the parent commit, > 20 % fails).
 bench: install
+	$(BIN)/python -m vrforge.bench.regression
 	$(BIN)/python -m vrforge.bench.build_throughput
 	$(BIN)/python -m vrforge.bench.tasks --workers $(WORKERS)
 
