@@ -49,6 +49,7 @@ import cv2
 import numpy as np
 
 from vrforge.imageio import UnusableImage, load_rgb
+from vrforge.registry import get_task, set_aligner
 from vrforge.types import Verdict
 
 # One thread: verifiers run in process pools on small machines, and a fixed thread count
@@ -120,7 +121,6 @@ def reference_for(task: str, meta: Mapping[str, Any]) -> Reference:
     for name, cached_meta, reference in _CACHE:
         if name == task and (cached_meta is meta or cached_meta == meta):
             return reference
-    from vrforge.registry import get_task  # the registry imports the verifiers
     from vrforge.render import rasterise_cached
 
     layout = meta["layout"]
@@ -671,6 +671,7 @@ def _recoloured(rgb: np.ndarray, background: np.ndarray, target: np.ndarray) -> 
 # ---------------------------------------------------------------- the verifiers' entry
 
 
+@set_aligner
 def answer_in_frame(task: str, meta: Mapping[str, Any], image: Any, puzzle: Any = None) -> Registration | Verdict:
     """The answer registered to the bare puzzle of ``meta`` (``puzzle`` when given, else drawn
     from meta), or the unusable verdict saying why it cannot be read."""

@@ -31,6 +31,7 @@ from typing import Any
 import jsonschema
 import numpy as np
 
+from vrforge.answer_tools import AnswerTools
 from vrforge.errors import UserError
 from vrforge.imageio import UnusableImage, load_rgb
 from vrforge.params import RESERVED_LEVEL_KEYS
@@ -95,6 +96,8 @@ class TaskSpec:
     legibility_floors: Mapping[str, float] = dataclasses.field(default_factory=dict)  # feature -> least pixels
     # The rules a verifier relies on that the puzzle shows without words: rule -> where the picture shows it.
     conventions: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # How a person answers in the browser (``vrforge study``); None: by uploading a PNG of the answer.
+    answer_tools: AnswerTools | None = None
 
     def config(self, difficulty: str) -> Any:
         if difficulty not in self.difficulties:
@@ -166,9 +169,9 @@ class TaskSpec:
         if not verdict.usable:
             return verdict
         # The similarity is taken in the puzzle's frame, where the verifier read the answer.
-        from vrforge.verifiers.registration import answer_in_frame
-
-        frame = answer_in_frame(self.name, meta, rgb, puzzle)
+        if _ALIGNER is None:
+            raise TaskSpecError(f"task {self.name!r}: a strict check needs vrforge.verifiers.registration imported")
+        frame = _ALIGNER(self.name, meta, rgb, puzzle)
         try:
             if isinstance(frame, Verdict):
                 raise ValueError(frame.reason)
@@ -177,6 +180,20 @@ class TaskSpec:
             score = None
         checks = {**verdict.checks, self.strict.check: score is not None and score >= self.strict.threshold}
         return Verdict.from_checks(checks, details={**verdict.details, self.strict.check: score})
+
+
+# Brings an answer into its puzzle's frame for a strict check (``answer_in_frame`` of
+# verifiers/registration.py, which hands it over with ``set_aligner`` when imported, as every
+# verifier that registers answers imports it). The verifiers sit above the registry, so the
+# registry is handed it rather than importing it.
+_ALIGNER: Callable[..., Any] | None = None
+
+
+def set_aligner(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Use ``function(task, meta, rgb, puzzle) -> Registration | Verdict`` to align answers for strict checks."""
+    global _ALIGNER
+    _ALIGNER = function
+    return function
 
 
 _TASKS: dict[str, TaskSpec] = {}

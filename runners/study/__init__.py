@@ -1,0 +1,1 @@
+"""``vrforge study``: human studies in the browser (TACIT choice and drawing, CF-Eval ratings, drift ratings)."""
