@@ -163,12 +163,13 @@ def _row_failures(spec: Any, meta: dict[str, Any], row: dict[str, Any],
 
 
 def audit(folder: Path, workers: int = 1, progress: bool = True, probes: str = "basic",
-          cnn_epochs: int = CNN_EPOCHS) -> dict[str, Any]:
+          cnn_epochs: int = CNN_EPOCHS, human: Path | None = None) -> dict[str, Any]:
     """``probes``: "basic" (the pickers and the audit's probe), "budget" or "full" (also the learners of
     ``vrforge.set_probes``: a rich conditional logit and boosted trees per task and level, and, with
     ``cnn_epochs`` > 0, the set CNN per task ("budget") or per task and level ("full"))."""
     if probes not in PROBE_MODES:
         raise AuditError(f"--probes must be one of {', '.join(PROBE_MODES)}, got {probes!r}")
+    human_section = _human_section(human) if human is not None else ""
     folder = Path(folder)
     manifest_path = folder / MANIFEST_FILE
     if not manifest_path.exists():
@@ -294,6 +295,8 @@ def audit(folder: Path, workers: int = 1, progress: bool = True, probes: str = "
         "difficulty_stats": difficulty,
         "rejections": manifest.get("rejections", {}),
     }
+    if human_section:
+        report["human_performance"] = human_section
     if report["passed"]:
         _write_audit_into_card(folder, manifest, card, report)
         report["manifest_sha256"] = sha256_file(manifest_path)
@@ -311,7 +314,8 @@ def _card_differs_only_in_audit(card: str, manifest: dict[str, Any]) -> bool:
 def _write_audit_into_card(folder: Path, manifest: dict[str, Any], card: str, report: dict[str, Any]) -> None:
     """The figures of a passed audit into ``card``, and the card's new sha256 into the manifest
     (each file replaced atomically), so the published card states them."""
-    audited = with_audit_section(card, audit_section(report))
+    audited = with_audit_section(card, audit_section(report) + ("\n\n" + report["human_performance"].rstrip()
+                                                                if report.get("human_performance") else ""))
     digest = _sha256_text(audited)
     if manifest["files"].get(CARD, {}).get("sha256") == digest and audited == card:
         return
@@ -340,6 +344,22 @@ def _shard_jobs(manifest: dict[str, Any], shard_paths: dict[str, list[Path]]) ->
             groups[(task, path.name if res >= 0 else str(path))].append((res, str(path)))
     # Picks come from each shard's smallest resolution (a level may not be released at the recipe's smallest).
     return [[(path, rank == 0) for rank, (res, path) in enumerate(sorted(members))] for _, members in sorted(groups.items())]
+
+
+def _human_section(path: Path) -> str:
+    """The card's "Human performance" table from a ``vrforge study report`` report.json; AuditError (one line)."""
+    from vrforge.runners.study.report import human_performance_markdown
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        section = human_performance_markdown(data)
+    except FileNotFoundError:
+        raise AuditError(f"--human: no such file {path}") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise AuditError(f"--human: {path} is not a `vrforge study report` report.json ({type(exc).__name__}: {exc})") from None
+    if not section:
+        raise AuditError(f"--human: {path} holds no TACIT study accuracy (tacit-choice or tacit-draw)")
+    return section.replace("## Human performance", "### Human performance", 1)
 
 
 def level_of(row_id: str) -> str:

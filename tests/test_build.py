@@ -258,3 +258,25 @@ def test_card_declares_features_and_split_sizes_that_the_audit_checks(built, tmp
     problems = audit(copy, progress=False)["problems"]
     assert "maze/easy: card declares 4 rows, files hold 3" in problems
     assert any(p.startswith("maze-512/") and "card features differ from the parquet schema" in p for p in problems)
+
+
+def test_the_audit_puts_a_human_baseline_into_the_card(built, tmp_path):
+    import shutil
+
+    import pytest
+
+    from vrforge.builds.audit import AuditError, audit
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    human = tmp_path / "report.json"  # the shape `vrforge study report` writes
+    human.write_text(json.dumps({"studies": [{"kind": "tacit-choice", "participants": 3, "answers": 3, "accuracy": {
+        "per_task_difficulty": [{"task": "maze", "difficulty": "easy", "people": 3, "answers": 3, "accuracy": 2 / 3,
+                                 "ci95": {"low": 0.0, "high": 1.0}, "median_seconds": 12.5}]}}]}))
+    report = audit(copy, progress=False, human=human)
+    assert report["passed"]
+    card = (copy / "README.md").read_text()
+    assert "### Human performance" in card and "| maze | easy | 3 | 3 | 0.667 |" in card
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(AuditError, match="is not a `vrforge study report` report.json"):
+        audit(copy, progress=False, human=tmp_path / "bad.json")

@@ -17,6 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--probes", choices=("basic", "budget", "full"), default="basic",
                    help="budget/full: also a rich logit, boosted trees and a set CNN (needs torch) as context-blind "
                         "learners; budget trains the CNN per task only, full per task and level")
+    p.add_argument("--human", type=Path, help="a `vrforge study report` report.json: its human accuracy goes into the card")
     p.add_argument("--cnn-epochs", type=int, default=40, help="the set CNN's training epochs with --probes full (0: leave it out)")
     p.set_defaults(func=run)
 
@@ -61,7 +62,7 @@ def _audit_folder(folder: Path, args: argparse.Namespace, shown: str | None = No
         return 0 if report["passed"] else EXIT_FAIL
     try:
         report = audit(folder, workers=args.workers, progress=not args.quiet, probes=args.probes,
-                       cnn_epochs=args.cnn_epochs)
+                       cnn_epochs=args.cnn_epochs, human=args.human)
     except RuntimeError as exc:  # the set CNN without torch
         raise UserError(str(exc)) from None
     except AuditError as exc:
