@@ -64,7 +64,7 @@ def test_tasks_lists_domains_and_parameters(capsys):
     assert main(["tasks", "--json"]) == 0
     tasks = {t["name"]: t for t in json.loads(capsys.readouterr().out)}
     assert tasks["maze"]["domain"] == "spatial"
-    assert tasks["maze"]["difficulties"]["hard"] == {"layers": 3, "size": 14}
+    assert tasks["maze"]["difficulties"]["hard"] == {"layers": 3, "size": 14, "portals": -1}  # -1: one per pair of layers
 
 
 @pytest.fixture(scope="module")

@@ -206,3 +206,27 @@ def test_a_curriculum_over_a_parameter_makes_a_level_per_value():
         Curriculum.over_levels([(None, "easy"), (4, "hard")])
     with pytest.raises(ValueError, match="above 4"):
         Curriculum.over_levels([(4, "easy"), (4, "hard")])
+
+
+def test_a_level_the_generator_cannot_meet_is_one_line_and_exit_2(tmp_path):
+    path = tmp_path / "impossible.toml"
+    path.write_text('name = "bad"\nversion = "0.0.1"\nseed = 1\nresolutions = [512]\n[tasks.graph_coloring]\ncount = 1\n'
+                    'difficulties = ["tiny"]\n[tasks.graph_coloring.levels.tiny]\npreset = "easy"\ndrop_nodes = 3\ncolours = 4\n')
+    done = subprocess.run([sys.executable, "-m", "vrforge.cli", "build", str(path), "--out", str(tmp_path / "out"), "--quiet"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "graph_coloring-tiny-0000: no acceptable puzzle" in done.stderr and done.stderr.strip().count("\n") == 0
+
+
+def test_the_reference_recipe_parses_with_its_levels():
+    from pathlib import Path
+
+    from vrforge.builds.recipe import load_recipe
+
+    root = Path(__file__).resolve().parents[1]
+    reference = load_recipe(root / "builds" / "recipes" / "tacit-reference.toml")
+    maze = reference.task("maze").level("hard")
+    assert (maze.config.size, maze.config.layers, maze.config.portals) == (32, 3, 5)
+    assert maze.resolutions == (1024, 2048)  # under its legibility floor at 512 px
+    default = load_recipe(root / "builds" / "recipes" / "tacit.toml")
+    assert all(t.difficulties == ("easy", "medium", "hard", "expert") for t in default.tasks)

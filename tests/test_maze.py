@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
+import re
+from collections import deque
 
 import numpy as np
 import pytest
 from helpers import jpeg, noise, resized
 
 from vrforge.generators.tacit import maze
+from vrforge.params import ParamError, level_config
 from vrforge.registry import accepted_puzzle, get_task, meta_errors
 from vrforge.render import encode_png, rasterise
 from vrforge.verifiers import maze as verifier
@@ -189,3 +193,274 @@ def test_snapshot_of_rendered_solution(difficulty):
     png = encode_png(rasterise(SPEC.draw(p.meta, p.solution), (512,))[512])
     assert hashlib.sha256(png).hexdigest() == SNAPSHOTS[difficulty]
     assert io.BytesIO(png).getbuffer().nbytes < 20_000
+
+
+# ---------------------------------------------------------------- expert: decoy portals, two rows
+
+EXPERT_RESOLUTIONS = (1024, 2048)  # below its floors at 512 px (see test_legibility_floors_decide_the_resolutions)
+
+
+@pytest.fixture(scope="module")
+def expert():
+    return make("expert")
+
+
+def _graph(meta):
+    """Every cell of the maze and its open passages and portals, as an adjacency map."""
+    judge = verifier.Judge(meta)
+    n, count = meta["size"], meta["layers"]
+    adjacency = {(layer, r, c): [] for layer in range(count) for r in range(n) for c in range(n)}
+    edges = [*judge.passages] + [((p["layers"][0], *p["cell"]), (p["layers"][1], *p["cell"])) for p in meta["portals"]]
+    for a, b in edges:
+        adjacency[a].append(b)
+        adjacency[b].append(a)
+    return adjacency, len(edges)
+
+
+def _reach(adjacency, source, blocked=frozenset()):
+    seen, queue = {source}, deque([source])
+    while queue:
+        for other in adjacency[queue.popleft()]:
+            if other not in seen and other not in blocked:
+                seen.add(other)
+                queue.append(other)
+    return seen
+
+
+def test_expert_is_one_tree_so_its_route_is_unique_and_each_decoy_is_a_dead_end(expert):
+    meta, config = expert.meta, SPEC.config("expert")
+    assert len(meta["portals"]) == config.portals == 8 and meta["layers"] == 4 and meta["size"] == 32
+    adjacency, edges = _graph(meta)
+    # Connected with one edge fewer than cells: a tree, so exactly one route joins start and end.
+    assert edges == len(adjacency) - 1 and len(_reach(adjacency, tuple(meta["start"]))) == len(adjacency)
+    route = {(layer, *cell) for layer, line in expert.solution for cell in line}
+    assert len(route) == meta["route_length"]
+    for portal in meta["portals"][meta["layers"] - 1:]:  # the decoys
+        low, high = ((layer, *portal["cell"]) for layer in portal["layers"])
+        assert portal["colour"] == maze.PORTAL_COLOURS[portal["layers"][0]]  # its pair's colour, like the route's portal
+        # Through the decoy lies a pocket: cut there, one side holds no part of the route.
+        sides = [_reach(adjacency, low, {high}), _reach(adjacency, high, {low})]
+        pocket = min(sides, key=len)
+        assert not pocket & route and len({node[0] for node in pocket}) == 1
+        low_size, high_size = maze.pocket_cells(meta["size"])
+        assert low_size <= len(pocket) <= high_size
+
+
+def test_expert_layers_are_perfect_mazes_outside_and_inside_their_pockets(expert):
+    meta = expert.meta
+    n = meta["size"]
+    pockets = [0] * meta["layers"]
+    for portal in meta["portals"][meta["layers"] - 1:]:
+        adjacency, _ = _graph(meta)
+        low, high = ((layer, *portal["cell"]) for layer in portal["layers"])
+        pockets[min((_reach(adjacency, low, {high}), _reach(adjacency, high, {low})), key=len).pop()[0]] += 1
+    for layer in range(meta["layers"]):
+        opened = sum(row.count("1") for row in meta["open_east"][layer]) + sum(row.count("1") for row in meta["open_south"][layer])
+        assert opened == n * n - 1 - pockets[layer]  # a spanning forest: the main region and one tree per pocket
+
+
+def test_a_jump_at_a_decoy_is_a_portal_but_leads_nowhere(expert):
+    meta = expert.meta
+    decoy = meta["portals"][meta["layers"] - 1]
+    adjacency, _ = _graph(meta)
+    low, high = ((layer, *decoy["cell"]) for layer in decoy["layers"])
+    pocket_side = high if len(_reach(adjacency, high, {low})) < len(_reach(adjacency, low, {high})) else low
+    main_side = low if pocket_side == high else high
+    # From the start along the main region to the decoy, then into its pocket: no skip, no breach,
+    # but the end is out of reach.
+    layers = [maze.Layer.from_meta(meta, index) for index in range(meta["layers"])]
+    entry = tuple(meta["start"]) if main_side[0] == 0 else next(
+        (p["layers"][1], *p["cell"]) for p in meta["portals"][: meta["layers"] - 1] if p["layers"][1] == main_side[0])
+    line = [(main_side[0], *cell) for cell in layers[main_side[0]].path(entry[1:], main_side[1:])]
+    inside = next(o for o in adjacency[pocket_side] if o[0] == pocket_side[0])
+    cells = {*line, pocket_side, inside}
+    links = {maze._link(a, b) for a, b in zip(line, line[1:])} | {maze._link(pocket_side, inside)}
+    checks = verifier.judge(meta, cells, links)
+    assert checks["portal_skip"] and checks["wall_breach"] and not checks["wrong_exit"]
+
+
+@pytest.mark.parametrize("width", EXPERT_RESOLUTIONS)
+def test_expert_oracle_passes_and_each_distractor_fails_exactly_its_check(expert, width):
+    assert SPEC.verify(expert.meta, rasterise(SPEC.draw(expert.meta, expert.solution), (width,))[width]).passed
+    for answer, name in zip(expert.distractors, expert.violations):
+        image = rasterise(SPEC.draw(expert.meta, answer), (width,))[width]
+        assert SPEC.verify(expert.meta, image).failed == [name]
+    if width == 1024:  # a model's answer, resampled and compressed
+        image = rasterise(SPEC.draw(expert.meta, expert.solution), (width,))[width]
+        assert SPEC.verify(expert.meta, jpeg(resized(image, 0.9), 85)).passed
+
+
+def test_expert_edits_are_balanced_in_ink(expert):
+    # No edit changes the ink by more than INK_LIMIT; around a distractor, after the variants
+    # that step back toward the solution are dropped, the side away from the solution holds no
+    # more variants than the solution's side (or than make up the leaves a centre needs).
+    editor = maze._Editor(expert.meta, [maze.Layer.from_meta(expert.meta, i) for i in range(4)],
+                          maze.drawing_of(expert.solution), salt=7, balanced=True)
+    solution = editor.solution
+    target = editor.stand_in(solution)
+    first = editor.variants(solution)
+    assert all(abs(_ink(d) - _ink(solution)) <= maze.INK_LIMIT for _, d in first)
+    for _, centre in first[:6]:
+        around = editor.variants(centre)
+        here = np.abs(editor.stand_in(centre) - target).sum()
+        assert all(np.abs(editor.stand_in(d) - target).sum() >= here for _, d in around)
+        assert all(abs(_ink(d) - _ink(centre)) <= maze.INK_LIMIT for _, d in around)
+        away = np.sign(_ink(centre) - _ink(solution))
+        if away:
+            far = sum(np.sign(_ink(d) - _ink(centre)) == away for _, d in around)
+            assert far <= max(maze.LEAVES, len(around) - far)
+
+
+def test_legacy_configs_keep_their_edits():
+    assert all(maze._legacy(SPEC.config(d)) for d in ("easy", "medium", "hard"))
+    assert not maze._legacy(SPEC.config("expert"))
+    assert not maze._legacy(dataclasses.replace(SPEC.config("hard"), portals=3))  # decoys
+    assert not maze._legacy(dataclasses.replace(SPEC.config("hard"), layers=4))  # two rows
+
+
+def test_expert_meta_matches_its_schema(expert):
+    assert meta_errors("maze", expert.meta) == []
+
+
+def test_four_layers_lie_in_two_rows_in_a_u_and_three_stay_in_a_strip():
+    four = maze.layout(SPEC.config("expert"))
+    (x0, y0), (x1, y1), (x2, y2), (x3, y3) = four["origins"]
+    assert y0 == y1 < y2 == y3 and x0 == x3 < x1 == x2  # top row left to right, bottom row right to left
+    assert abs(four["width"] - four["height"]) < 1  # square: a strip of four 32-cell layers would be 4:1
+    three = maze.layout(SPEC.config("hard"))
+    assert len({y for _, y in three["origins"]}) == 1 and three["width"] > 2.5 * three["height"]
+    five = maze.layout(dataclasses.replace(SPEC.config("hard"), layers=5))
+    assert [row for row in sorted({y for _, y in five["origins"]})] == sorted({five["origins"][0][1], five["origins"][4][1]})
+
+
+def _chevron_tips(svg: str) -> list[tuple[float, float, float, float]]:
+    """(x, y, dx, dy) of each chevron: its tip, and where the tip points (from its arms' middle)."""
+    found = []
+    for d in re.findall(r'<path d="([^"]+)" fill="none"[^>]*stroke="#9e9e9e"', svg):
+        (ax, ay), (tx, ty), (bx, by) = [tuple(map(float, p.split())) for p in re.split("[ML]", d)[1:]]
+        found.append((tx, ty, tx - (ax + bx) / 2, ty - (ay + by) / 2))
+    return found
+
+
+@pytest.mark.parametrize("difficulty", ["medium", "hard", "expert"])
+def test_chevrons_point_from_each_layer_to_the_next(difficulty):
+    meta = make(difficulty).meta
+    side = meta["size"] * maze.CELL
+    tips = _chevron_tips(SPEC.draw(meta, None))
+    assert len(tips) == meta["layers"] - 1
+    for layer, (x, y, dx, dy) in enumerate(tips):
+        here, there = (np.asarray(meta["layout"]["origins"][i], dtype=float) + side / 2 for i in (layer, layer + 1))
+        direction = (there - here) / np.linalg.norm(there - here)
+        assert np.allclose(np.array([dx, dy]) / np.hypot(dx, dy), direction)  # points to the next layer's middle
+        assert np.allclose([x, y], (here + there) / 2 + direction * maze.CHEVRON / 4)  # in the gap between them
+
+
+def test_every_portal_is_two_discs_of_its_pair_colour_at_one_cell(expert):
+    svg = SPEC.draw(expert.meta, None)
+    discs = set(re.findall(r'<circle cx="([^"]+)" cy="([^"]+)" fill="([^"]+)" r="([^"]+)"', svg))
+    assert len(discs) == 2 * len(expert.meta["portals"])
+    for portal in expert.meta["portals"]:
+        assert portal["colour"] == maze.PORTAL_COLOURS[portal["layers"][0]]
+        for layer in portal["layers"]:
+            x, y = maze.cell_centre(expert.meta, layer, tuple(portal["cell"]))
+            assert (maze.fmt(x), maze.fmt(y), portal["colour"], maze.fmt(maze.MARKER / 2)) in discs
+
+
+def test_chained_walls_draw_the_same_pixels_as_segments(expert):
+    svg = SPEC.draw(expert.meta, None)
+    layout = expert.meta["layout"]
+    unchained = svg
+    for layer, (ox, oy) in enumerate(layout["origins"]):
+        east, south = tuple(expert.meta["open_east"][layer]), tuple(expert.meta["open_south"][layer])
+        chained = maze._walls_d(expert.meta["size"], ox, oy, east, south, True)
+        assert chained in unchained
+        unchained = unchained.replace(chained, maze._walls_d(expert.meta["size"], ox, oy, east, south, False))
+    assert unchained != svg
+    assert np.array_equal(rasterise(svg, (1024,))[1024], rasterise(unchained, (1024,))[1024])
+
+
+# ---------------------------------------------------------------- parameters and legibility
+
+
+@pytest.mark.parametrize(("overrides", "words"), [
+    ({"layers": 0}, "layers must be in 1..5"),
+    ({"layers": 6}, "layers must be in 1..5"),
+    ({"size": 4}, "size must be in 5..40"),
+    ({"size": 41}, "size must be in 5..40"),
+    ({"size": 12.5}, "size must be an integer"),
+    ({"portals": -2}, "portals must be in -1..32"),
+    ({"portals": 33}, "portals must be in -1..32"),
+    ({"portals": "many"}, "portals must be an integer"),
+    ({"portals": 1}, "portals must be -1 (layers - 1) or at least layers - 1 = 2"),
+    ({"layers": 1, "portals": 2}, "needs layers >= 2"),
+    ({"layers": 2, "size": 5, "portals": 4}, "3 decoys need pockets of up to 8 cells each"),
+])
+def test_validate_rejects_each_bad_parameter_in_one_line(overrides, words):
+    with pytest.raises(ParamError) as caught:
+        level_config(SPEC.difficulties, "hard", overrides)
+    assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_portals_default_to_one_per_pair_and_a_recipe_can_add_decoys():
+    hard = SPEC.config("hard")
+    assert hard.portals == -1 and hard.decoys == 0
+    assert level_config(SPEC.difficulties, "hard", {"layers": 4}).decoys == 0  # -1 follows the layers
+    more = level_config(SPEC.difficulties, "hard", {"size": 32, "portals": 5})  # the reference release's hard
+    assert more.decoys == 3
+    puzzle = SPEC.generate(more, np.random.default_rng(3))
+    assert len(puzzle.meta["portals"]) == 5
+
+
+def _frame_px(image: np.ndarray, meta: dict) -> float:
+    """The drawn width of layer 0's outer wall frame, in pixels, at the middle of its rows."""
+    ox, oy = meta["layout"]["origins"][0]
+    scale = image.shape[1] / meta["layout"]["width"]
+    row = image[int((oy + meta["size"] * maze.CELL / 2) * scale)]
+    dark = np.flatnonzero(row.max(axis=1) < 80)
+    end = (ox + meta["size"] * maze.CELL) * scale
+    inside = dark[(dark > ox * scale - 3) & (dark < end + 3)]
+    return float(inside[-1] - inside[0])
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard", "expert"])
+def test_legibility_shares_are_the_drawn_sizes(difficulty):
+    p = make(difficulty)
+    config, meta = SPEC.config(difficulty), p.meta
+    shares = maze.legibility(config)
+    svg = SPEC.draw(meta, p.solution)
+    width = float(re.search(r'viewBox="0 0 ([\d.]+) ', svg).group(1))
+    assert width == meta["layout"]["width"] and shares["cell"] == maze.CELL / width
+    assert f'stroke="#222222" stroke-linecap="square" stroke-width="{maze.fmt(shares["wall"] * width)}"' in svg
+    assert f'stroke-width="{maze.fmt(shares["path"] * width)}"' in svg
+    assert f'r="{maze.fmt(shares["marker"] * width / 2)}"' in svg or meta["layers"] == 1
+    if meta["layers"] > 1:
+        # CHEVRON from arm end to arm end, half of that from the arms' middle to the tip
+        assert all(np.isclose(np.hypot(dx, dy) * 2, shares["chevron"] * width) for *_, dx, dy in _chevron_tips(svg))
+    # Drawn: the frame of a layer of n cells spans n cells of share x width pixels (within a wall's width).
+    pixels = 1024
+    image = rasterise(SPEC.draw(meta, None), (pixels,))[pixels]
+    assert abs(_frame_px(image, meta) - meta["size"] * shares["cell"] * pixels) <= 2 + shares["wall"] * pixels
+
+
+def test_legibility_floors_decide_the_resolutions():
+    for difficulty in ("easy", "medium", "hard"):  # released at 512 px
+        assert SPEC.illegible(SPEC.config(difficulty), 512) == [], difficulty
+    expert = SPEC.config("expert")
+    below = SPEC.illegible(expert, 512)
+    assert any(line.startswith("cell is 6.89 px") for line in below) and any(line.startswith("wall is") for line in below)
+    assert SPEC.illegible(expert, 1024) == [] and SPEC.illegible(expert, 2048) == []
+    assert set(SPEC.legibility_floors) == set(maze.legibility(expert))
+
+
+def test_conventions_name_what_the_picture_shows():
+    assert len(SPEC.conventions) >= 5 and all(where for where in SPEC.conventions.values())
+    assert any("portal" in rule for rule in SPEC.conventions) and any("chevron" in where for where in SPEC.conventions.values())
+
+
+def test_expert_snapshot_of_rendered_solution(expert):
+    png = encode_png(rasterise(SPEC.draw(expert.meta, expert.solution), (1024,))[1024])
+    assert hashlib.sha256(png).hexdigest() == EXPERT_SNAPSHOT
+    assert len(png) < 60_000
+
+
+EXPERT_SNAPSHOT = "94a2deba05731459109e2514a073115cbaf6e433658e185547c51746f31bb5a2"

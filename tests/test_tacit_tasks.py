@@ -17,9 +17,29 @@ from vrforge.builds.plan import PlanItem
 from vrforge.pickers import PICKERS, PROBE
 from vrforge.registry import DIFFICULTIES, accepted_puzzle, all_tasks, get_task
 from vrforge.render import rasterise
+from vrforge.schemas.layout import LEVELS, RESOLUTIONS
 
 TASKS = [spec.name for spec in all_tasks()]
 PICKER_LIMIT = 0.30
+BUILT_IN = [spec.name for spec in all_tasks() if spec.generate.__module__.startswith("vrforge.generators.tacit.")]
+
+
+@pytest.mark.parametrize("task", BUILT_IN)
+def test_every_built_in_task_has_the_levels_legibility_and_conventions_it_documents(task):
+    spec = get_task(task)
+    assert tuple(spec.difficulties) == LEVELS
+    assert spec.legibility is not None and spec.legibility_floors and spec.conventions
+    for level, config in spec.difficulties.items():
+        shares = spec.legibility(config)
+        assert set(spec.legibility_floors) & set(shares), "some floor applies to every level"
+        assert all(0 < share < 1 for share in shares.values())
+        if level in DIFFICULTIES:  # released at every size: legible at the smallest
+            assert spec.illegible(config, RESOLUTIONS[0]) == [], (level, spec.feature_pixels(config, RESOLUTIONS[0]))
+        assert spec.illegible(config, RESOLUTIONS[-1]) == [], level  # every preset can be released somewhere
+    # the levels grow: expert's headline statistic is at least hard's on a few puzzles
+    hard = np.mean([accepted_puzzle(task, "hard", i).stats[spec.difficulty_stat] for i in range(3)])
+    expert = np.mean([accepted_puzzle(task, "expert", i).stats[spec.difficulty_stat] for i in range(3)])
+    assert expert > hard, (hard, expert)
 
 
 def generated(task: str, difficulty: str, index: int, seed: int = 11):
@@ -27,10 +47,13 @@ def generated(task: str, difficulty: str, index: int, seed: int = 11):
 
 
 @pytest.mark.parametrize("task", TASKS)
-@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("difficulty", LEVELS)
 def test_built_item_verifies_from_its_own_png_bytes(task, difficulty):
     spec = get_task(task)
-    built = build_item(PlanItem(task, difficulty, 1, 3), (512, 1024), "test")
+    if difficulty not in spec.difficulties:
+        pytest.skip(f"{task} has no {difficulty} preset")
+    widths = tuple(w for w in (512, 1024) if not spec.illegible(spec.config(difficulty), w))
+    built = build_item(PlanItem(task, difficulty, 1, 3), widths, "test")
     meta = json.loads(built.fields["meta"])
     for images in built.images.values():
         assert spec.verify(meta, images["solution"]).passed

@@ -5,8 +5,9 @@ is drawn if there is one), classifies each sample to the nearest palette colour,
 rebuilds the drawn path as a graph: cells in the path colour, joined where the boundary
 between them is in the path colour. Moving to the next layer shows on the picture as the
 path ending at one cell and starting again at the same cell one layer on; that is a jump,
-and it is legal only at that pair's portal. Any valid route passes, however it is drawn,
-as long as it runs through cell centres in the path colour.
+and it is legal only at a portal of that pair of layers (a decoy portal too: it leads into a
+walled-off pocket, so a line through it cannot reach the end). Any valid route passes,
+however it is drawn, as long as it runs through cell centres in the path colour.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import chain
 from typing import Any
 
@@ -38,38 +39,62 @@ def judge(meta: Mapping[str, Any], cells: AbstractSet[Node], links: AbstractSet[
 
     Each check is True when the drawing does NOT commit that violation.
     """
-    return Judge(meta)(cells, links)
+    return _judge_for(meta)(cells, links)
 
 
 class Judge:
-    """``judge`` for one maze, with its open passages and portals looked up once (the
-    generator judges hundreds of candidate drawings per puzzle)."""
+    """``judge`` for one maze, with its portals looked up once (the generator judges hundreds
+    of candidate drawings per puzzle: it calls ``ordered``, with its links already ordered)."""
 
     def __init__(self, meta: Mapping[str, Any]) -> None:
         self.start, self.end = tuple(meta["start"]), tuple(meta["end"])
         self.portals = {(p["layers"][0], *p["cell"]) for p in meta["portals"]}
-        self.passages = frozenset(
+        self._east, self._south = meta["open_east"], meta["open_south"]
+
+    @cached_property
+    def passages(self) -> frozenset[tuple[Node, Node]]:
+        """Every open passage, as (smaller node, larger node)."""
+        return frozenset(
             ((layer, r, c), (layer, r + dr, c + dc))
-            for layer, (east, south) in enumerate(zip(meta["open_east"], meta["open_south"]))
+            for layer, (east, south) in enumerate(zip(self._east, self._south))
             for opened, dr, dc in ((east, 0, 1), (south, 1, 0))
             for r, row in enumerate(opened) for c, value in enumerate(row) if value == "1")
 
+    def is_open(self, a: Node, b: Node) -> bool:
+        """Whether ``a`` < ``b`` are neighbours on one layer with no wall between them."""
+        layer, r, c = a
+        if b[0] != layer:
+            return False
+        if b[1] == r:
+            return b[2] == c + 1 and self._east[layer][r][c] == "1"
+        return b[2] == c and b[1] == r + 1 and self._south[layer][r][c] == "1"
+
     def __call__(self, cells: AbstractSet[Node], links: AbstractSet[tuple[Node, Node]]) -> dict[str, bool]:
-        ordered = {(a, b) if a < b else (b, a) for a, b in links}
-        nodes = set(cells).union(*ordered)
-        degree = Counter(chain.from_iterable(ordered))
-        breach = not ordered <= self.passages
-        # Moving to the next layer: the path ends at a cell and starts again above it.
-        jumps = [((layer, r, c), (layer + 1, r, c)) for layer, r, c in cells
-                 if (layer + 1, r, c) in cells and degree[(layer, r, c)] <= 1 and degree[(layer + 1, r, c)] <= 1]
+        return self.ordered(cells, {(a, b) if a < b else (b, a) for a, b in links})
+
+    def ordered(self, cells: AbstractSet[Node], links: AbstractSet[tuple[Node, Node]]) -> dict[str, bool]:
+        """The checks of a drawing whose links are each (smaller node, larger node)."""
+        degree = Counter(chain.from_iterable(links))
+        nodes = cells if degree.keys() <= cells else set(cells).union(degree)
+        # A reused judge (the editor's) has built the set of passages; a verifier's looks each link
+        # up rather than build 8,000 of them for a 4 x 32 x 32 maze.
+        built = "passages" in self.__dict__
+        breach = not (links <= self.passages if built else all(self.is_open(a, b) for a, b in links))
+        # Moving to the next layer: the path ends at a cell and starts again above it. Only
+        # line ends (at most one link) can be either side of one.
+        ends = {node for node, d in degree.items() if d == 1}
+        if nodes is not cells:
+            ends &= cells
+        ends.update(set(cells).difference(degree))
+        jumps = [(low, high) for low in ends if (high := (low[0] + 1, low[1], low[2])) in ends]
         skip = any(low not in self.portals for low, _ in jumps)
         degree.update(chain.from_iterable(jumps))
         if breach or len({low[0] for low, _ in jumps}) < len(jumps):
-            components, loop = _components(nodes, [*ordered, *jumps])
+            components, loop = _components(nodes, [*links, *jumps])
         else:
             # Passages of a perfect maze form a forest, and one jump per pair of layers cannot
             # close a loop: each link or jump joins two parts.
-            components, loop = len(nodes) - len(ordered) - len(jumps), False
+            components, loop = len(nodes) - len(links) - len(jumps), False
         return {
             "missing_start": self.start in cells,
             "wrong_exit": self.end in cells,
@@ -81,27 +106,41 @@ class Judge:
         }
 
 
+_JUDGES: list[tuple[Mapping[str, Any], Judge]] = []  # the last few puzzles' judges: a build verifies six answers per puzzle
+
+
+def _judge_for(meta: Mapping[str, Any]) -> Judge:
+    for cached_meta, cached in _JUDGES:
+        if cached_meta is meta:
+            return cached
+    made = Judge(meta)
+    _JUDGES.insert(0, (meta, made))
+    del _JUDGES[8:]
+    return made
+
+
 def _is_open(meta: Mapping[str, Any], a: Node, b: Node) -> bool:
     """Whether the passage between two cells is open (no wall between neighbours)."""
-    return (min(a, b), max(a, b)) in Judge(meta).passages
+    return Judge(meta).is_open(min(a, b), max(a, b))
 
 
 def _components(nodes: AbstractSet[Node], links: list[tuple[Node, Node]]) -> tuple[int, bool]:
-    """(connected parts, whether some link closes a loop), by union-find."""
-    parent = {node: node for node in nodes}
-
-    def root(x: Node) -> Node:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    loop = False
+    """(connected parts, whether some link closes a loop), by union-find over node numbers."""
+    index = {node: i for i, node in enumerate(nodes)}
+    parent = list(range(len(index)))
+    loop, joined = False, 0
     for a, b in links:
-        ra, rb = root(a), root(b)
-        loop |= ra == rb
-        parent[ra] = rb
-    return sum(1 for node in nodes if root(node) == node), loop
+        x, y = index[a], index[b]
+        while parent[x] != x:
+            parent[x] = x = parent[parent[x]]
+        while parent[y] != y:
+            parent[y] = y = parent[parent[y]]
+        if x == y:
+            loop = True
+        else:
+            parent[x] = y
+            joined += 1
+    return len(parent) - joined, loop
 
 
 def sample_grid(meta: Mapping[str, Any]) -> tuple[list[Node], list[tuple[Node, Node]], np.ndarray]:

@@ -163,6 +163,7 @@ def generate(config: CaInverseConfig, rng: np.random.Generator) -> Puzzle:
         "states": float(config.states),
         "rule_entries": float(rule.size),
         "unknown_entries": float(len(pairs)),
+        "cell_updates": float(config.size**2),  # cells x steps: what checking one candidate table takes
     }
     return common.assemble(meta, rule, chosen, stats, rng)
 
@@ -207,6 +208,7 @@ def _generate_steps(config: CaInverseConfig, rng: np.random.Generator) -> Puzzle
         "rule_entries": float(rule.size),
         "unknown_entries": float(unknown),
         "steps": float(config.steps),
+        "cell_updates": float(config.size**2 * config.steps),
     }
     return common.assemble(meta, rule, chosen, stats, rng)
 
@@ -257,7 +259,9 @@ register_task(
         instruction=("Fill in the empty entries of the rule table so that the number of steps shown "
                      "on the arrow turns the start grid into the grid shown after it."),
         answer_hint="the rule table with its empty entries filled in",
-        difficulty_stat="unknown_entries",
+        # Not unknown_entries: multi-step levels leave fewer entries open (uniqueness) but each
+        # candidate table takes steps x cells to check.
+        difficulty_stat="cell_updates",
         legibility=legibility,
         legibility_floors=common.LEGIBILITY_FLOORS,
         conventions={**common.CONVENTIONS,

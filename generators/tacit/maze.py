@@ -1,11 +1,22 @@
 """Multi-layer maze (domain: spatial).
 
-Layers are drawn side by side, left to right, with a chevron between consecutive layers.
-Each layer is a perfect maze (a spanning tree of its cells). One portal joins each pair of
-adjacent layers: a coloured disc at the same cell on both layers. The route runs from the
-green start (first layer) through every portal to the red end (last layer). Because the
-layers are trees joined by exactly one portal each, the whole maze is a tree, so the route
-is unique; the generator still checks it with the verifier's own judge.
+Each layer is a square grid of cells. Up to three layers are drawn side by side, left to
+right; four or five are drawn in two rows (four in a 2 x 2 grid), in the order of a U: the top
+row left to right, then down, then the bottom row right to left. A grey chevron between
+consecutive layers points to the next one. A portal is a pair of discs of one colour at the
+same cell of two consecutive layers, one colour per pair of layers; the line changes layer
+there, in either direction. The route runs from the green start (first layer) to the red end
+(last layer).
+
+``layers - 1`` portals lie on the route, one per pair of consecutive layers. Any further
+portals (``portals`` above ``layers - 1``) are decoys: each leads into a pocket, a region of
+the other layer walled off from the rest of it (16..42 cells on 32 x 32 layers), so going
+through a decoy is a dead end. A decoy's disc looks like the route's portal of its pair:
+only following the walls on the far layer tells them apart. Each layer's main region (all
+its cells without decoys) is a perfect maze, a spanning tree, and so is each pocket; the
+trees joined by the portals (one per pair of layers, one per pocket) form one tree, so the
+route is unique and a decoy is one more dead-end branch. The verifier reads any drawing on
+its own terms (any valid route passes); the generator's solution is that unique route.
 
 Distractors are near misses of one another, not only of the route. An answer is a drawing
 (path cells and the links between them), and a drawing's variants are single edits of it that
@@ -18,6 +29,12 @@ solution or on one of its variants, with variants of that centre around it; arou
 distractor, variants are never nearer the solution than the distractor itself (no edit half
 the way back), so the solution is one edit from the centre like every other option. Gaps and
 pruning leave portal discs covered: an uncovered disc adds a colour the solution never shows.
+
+Configs that version 1.2.0 could not make (two rows of layers, decoys) get ``balanced`` edits:
+no edit changes the ink by more than INK_LIMIT, and around a distractor the variants that would
+step back toward the solution are dropped before the two sides (more ink, less ink) are
+balanced, not after, so that the solution lies on the centre's inkier side as often as a
+variant does. A strip without decoys keeps 1.2.0's edits: its puzzles are unchanged.
 """
 
 from __future__ import annotations
@@ -27,22 +44,29 @@ import zlib
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from vrforge.generators.tacit import _option_set
+from vrforge.params import ParamError, check_params, param
 from vrforge.registry import TaskSpec, register_task
 from vrforge.svgdraw import fmt, new_drawing, polyline_path, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import maze as maze_verifier
 
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 CELL = 20  # SVG units per cell
 MARGIN = 16  # the least margin, for small mazes
 EDGE_SHARE = 0.055  # of each dimension kept clear on every side: a 5 % crop of any side keeps the whole maze
 GAP = 40  # between layers, room for the chevron
 WALL_WIDTH = 0.12 * CELL
 PATH_WIDTH = 0.42 * CELL
+MARKER = 0.76 * CELL  # side of the start and end squares, diameter of a portal disc
+CHEVRON = 24  # SVG units from one arm's end to the other's (the chevron is 12 deep, its stroke 4)
+STRIP_LAYERS = 3  # more layers than this are drawn in two rows: a strip of four is too wide to read
+MAX_PORTALS = 32
+POCKET_TRIES = 20  # pockets grown for one decoy before the puzzle is redrawn
 
 PALETTE = {
     "background": "#ffffff",
@@ -52,47 +76,85 @@ PALETTE = {
     "end": "#c62828",
     "chevron": "#9e9e9e",
 }
-PORTAL_COLOURS = ("#ef6c00", "#8e24aa", "#00897b", "#f9a825")
+PORTAL_COLOURS = ("#ef6c00", "#8e24aa", "#00897b", "#f9a825")  # one per pair of consecutive layers
 
 Cell = tuple[int, int]  # (row, col)
 Stroke = tuple[int, list[Cell]]  # (layer, cells along the drawn line)
 
 
+def pocket_cells(size: int) -> tuple[int, int]:
+    """The least and most cells of a decoy's pocket on layers of ``size`` x ``size`` cells:
+    large enough that its enclosing wall takes following, small enough to leave the main region room."""
+    return max(4, size * size // 64), max(8, size * size // 24)
+
+
 @dataclass(frozen=True)
 class MazeConfig:
-    layers: int
-    size: int
+    layers: int = param(doc="layers of the maze, joined by portals (up to 3 drawn side by side, 4 or 5 in two rows)",
+                        low=1, high=len(PORTAL_COLOURS) + 1)
+    size: int = param(doc="cells per side of each layer", low=5, high=40)
+    portals: int = param(-1, doc="portals in all: layers - 1 on the route (one per pair of consecutive layers), the rest "
+                                 "decoys that lead into walled-off pockets; -1 means layers - 1 (no decoys)",
+                         low=-1, high=MAX_PORTALS)
 
     def validate(self) -> None:
-        if not 1 <= self.layers <= len(PORTAL_COLOURS) + 1:
-            raise ValueError(f"layers must be in 1..{len(PORTAL_COLOURS) + 1}, got {self.layers}")
-        if not 5 <= self.size <= 40:
-            raise ValueError(f"size must be in 5..40, got {self.size}")
+        check_params(self)
+        route = self.layers - 1
+        if self.portals != -1 and self.portals < route:
+            raise ParamError(f"portals must be -1 (layers - 1) or at least layers - 1 = {route} (one on the route per "
+                             f"pair of consecutive layers), got {self.portals}")
+        if self.decoys and self.layers < 2:
+            raise ParamError(f"portals beyond layers - 1 are decoys between two layers: portals={self.portals} needs layers >= 2")
+        most = pocket_cells(self.size)[1]
+        if self.decoys * most > self.layers * self.size * self.size // 4:
+            raise ParamError(f"portals={self.portals}: {self.decoys} decoys need pockets of up to {most} cells each, more "
+                             f"than a quarter of {self.layers} layer(s) of {self.size} x {self.size} cells")
 
     @property
-    def portals(self) -> int:
-        return self.layers - 1
+    def decoys(self) -> int:
+        """Portals off the route, each leading into a pocket."""
+        return 0 if self.portals == -1 else self.portals - (self.layers - 1)
 
 
 DIFFICULTIES = {
     "easy": MazeConfig(layers=1, size=8),
     "medium": MazeConfig(layers=2, size=12),
     "hard": MazeConfig(layers=3, size=14),
+    # Beyond the reference release's hard (32 x 32, 3 layers, 5 portals). In a 2 x 2 grid a cell is
+    # 6.9 px at 512 (below its floor): released at 1024 and 2048 px.
+    "expert": MazeConfig(layers=4, size=32, portals=8),
 }
 
 
 # ---------------------------------------------------------------- maze structure
 
 
-class Layer:
-    """A perfect maze on an n x n grid: ``east[r, c]`` opens (r,c)-(r,c+1), ``south[r, c]`` (r,c)-(r+1,c)."""
+@lru_cache(maxsize=8)
+def _neighbour_table(n: int) -> dict[Cell, list[Cell]]:
+    return {(r, c): [(r + dr, c + dc) for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)) if 0 <= r + dr < n and 0 <= c + dc < n]
+            for r in range(n) for c in range(n)}
 
-    def __init__(self, size: int, rng: np.random.Generator | None) -> None:
+
+def _grid_neighbours(n: int, cell: Cell) -> list[Cell]:
+    """The cells beside ``cell`` (up, down, left, right), as a shared list: not to be changed."""
+    return _neighbour_table(n)[cell]
+
+
+class Layer:
+    """A maze on an n x n grid: ``east[r, c]`` opens (r,c)-(r,c+1), ``south[r, c]`` (r,c)-(r+1,c).
+    Without ``pockets`` a perfect maze of every cell; with them, one of the cells outside
+    the pockets and one of each pocket, with no passage across a pocket's edge."""
+
+    def __init__(self, size: int, rng: np.random.Generator | None, pockets: Sequence[Sequence[Cell]] = ()) -> None:
         self.size = size
         self.east = np.zeros((size, size - 1), dtype=bool)
         self.south = np.zeros((size - 1, size), dtype=bool)
+        self._open: dict[Cell, list[Cell]] | None = None  # each cell's open neighbours, once carved
         if rng is not None:
-            self._carve(rng)
+            if pockets:
+                self._carve_around(pockets, rng)
+            else:
+                self._carve(rng)
 
     @classmethod
     def from_meta(cls, meta: dict, index: int) -> Layer:
@@ -100,13 +162,15 @@ class Layer:
         layer = cls(meta["size"], None)
         layer.east = np.asarray([[v == "1" for v in row] for row in meta["open_east"][index]], dtype=bool).reshape(layer.east.shape)
         layer.south = np.asarray([[v == "1" for v in row] for row in meta["open_south"][index]], dtype=bool).reshape(layer.south.shape)
+        layer._open = None
         return layer
 
-    def _carve(self, rng: np.random.Generator) -> None:
-        # Iterative depth-first backtracker: long winding corridors, few trivial shortcuts.
+    def _carve(self, rng: np.random.Generator, start: Cell | None = None, seen: np.ndarray | None = None) -> None:
+        # Iterative depth-first backtracker: long winding corridors, few trivial shortcuts. Cells
+        # already ``seen`` are left alone.
         n = self.size
-        seen = np.zeros((n, n), dtype=bool)
-        start = (int(rng.integers(n)), int(rng.integers(n)))
+        seen = np.zeros((n, n), dtype=bool) if seen is None else seen
+        start = (int(rng.integers(n)), int(rng.integers(n))) if start is None else start
         seen[start] = True
         stack = [start]
         while stack:
@@ -121,24 +185,44 @@ class Layer:
             seen[nxt] = True
             stack.append(nxt)
 
+    def _carve_around(self, pockets: Sequence[Sequence[Cell]], rng: np.random.Generator) -> None:
+        """The cells outside ``pockets`` (one region) carved as one perfect maze, then each pocket as its own."""
+        n = self.size
+        walled = np.zeros((n, n), dtype=bool)
+        for pocket in pockets:
+            walled[tuple(np.transpose(pocket))] = True
+        free = np.argwhere(~walled)
+        self._carve(rng, tuple(int(v) for v in free[int(rng.integers(len(free)))]), walled.copy())
+        for pocket in pockets:
+            outside = np.ones((n, n), dtype=bool)
+            outside[tuple(np.transpose(pocket))] = False
+            self._carve(rng, tuple(pocket[int(rng.integers(len(pocket)))]), outside)
+
     def set_open(self, a: Cell, b: Cell) -> None:
-        (r1, c1), (r2, c2) = sorted((a, b))
+        (r1, c1), (r2, c2) = (a, b) if a <= b else (b, a)
         if r1 == r2:
             self.east[r1, c1] = True
         else:
             self.south[r1, c1] = True
+        self._open = None
 
     def is_open(self, a: Cell, b: Cell) -> bool:
-        (r1, c1), (r2, c2) = sorted((a, b))
+        (r1, c1), (r2, c2) = (a, b) if a <= b else (b, a)
         return bool(self.east[r1, c1]) if r1 == r2 else bool(self.south[r1, c1])
 
     def grid_neighbours(self, cell: Cell) -> list[Cell]:
-        r, c = cell
-        n = self.size
-        return [(r + dr, c + dc) for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)) if 0 <= r + dr < n and 0 <= c + dc < n]
+        return _grid_neighbours(self.size, cell)
 
     def neighbours(self, cell: Cell) -> list[Cell]:
-        return [other for other in self.grid_neighbours(cell) if self.is_open(cell, other)]
+        """The open neighbours of ``cell``, in grid_neighbours order (a shared list: not to be changed)."""
+        if self._open is None:  # looked up once: the editor asks about the same cells thousands of times
+            east, south = self.east.tolist(), self.south.tolist()
+            table = _neighbour_table(self.size)
+            self._open = {cell: [o for o in around
+                                 if (east[min(cell[0], o[0])][min(cell[1], o[1])] if o[0] == cell[0]
+                                     else south[min(cell[0], o[0])][cell[1]])]
+                          for cell, around in table.items()}
+        return self._open[cell]
 
     def bfs(self, source: Cell, blocked: frozenset[Cell] = frozenset()) -> dict[Cell, Cell | None]:
         parents: dict[Cell, Cell | None] = {source: None}
@@ -178,24 +262,97 @@ def _pick_far(layer: Layer, source: Cell, used: set[Cell], rng: np.random.Genera
     return candidates[int(rng.integers(len(candidates)))]
 
 
+def _connected_without(n: int, walled: set[Cell]) -> bool:
+    """Whether the cells of an n x n grid outside ``walled`` form one region."""
+    free = [(r, c) for r in range(n) for c in range(n) if (r, c) not in walled]
+    reached, queue = {free[0]}, deque([free[0]])
+    while queue:
+        for other in _grid_neighbours(n, queue.popleft()):
+            if other not in walled and other not in reached:
+                reached.add(other)
+                queue.append(other)
+    return len(reached) == len(free)
+
+
+def _grow_pocket(n: int, existing: list[list[Cell]], cells: int, rng: np.random.Generator) -> list[Cell] | None:
+    """A region of ``cells`` cells grown one random neighbour at a time, apart from the ``existing``
+    pockets of its layer and leaving the rest of the layer one region; None when it does not fit."""
+    taken = {cell for pocket in existing for cell in pocket}
+    near = taken | {other for cell in taken for other in _grid_neighbours(n, cell)}
+    free = [(r, c) for r in range(n) for c in range(n) if (r, c) not in near]
+    if not free:
+        return None
+    region = [free[int(rng.integers(len(free)))]]
+    inside = set(region)
+    while len(region) < cells:
+        frontier = sorted({o for cell in region for o in _grid_neighbours(n, cell) if o not in inside and o not in near})
+        if not frontier:
+            return None
+        region.append(frontier[int(rng.integers(len(frontier)))])
+        inside.add(region[-1])
+    # The route and every other disc lie in the rest of the layer: it must stay one region.
+    return sorted(region) if _connected_without(n, taken | inside) else None
+
+
+def _plan_pockets(config: MazeConfig, rng: np.random.Generator) -> list[tuple[int, int, list[Cell]]]:
+    """Each decoy's (pocket layer, disc layer, pocket cells): a random pair of consecutive layers,
+    the pocket on one of them, the decoy's other disc on the other."""
+    low, high = pocket_cells(config.size)
+    pockets: list[list[list[Cell]]] = [[] for _ in range(config.layers)]
+    plan = []
+    for _ in range(config.decoys):
+        pair, side = int(rng.integers(config.layers - 1)), int(rng.integers(2))
+        where, other = pair + side, pair + 1 - side
+        for _ in range(POCKET_TRIES):
+            region = _grow_pocket(config.size, pockets[where], int(rng.integers(low, high + 1)), rng)
+            if region is not None:
+                break
+        else:
+            raise RejectedPuzzle("no room for a decoy's pocket")
+        pockets[where].append(region)
+        plan.append((where, other, region))
+    return plan
+
+
+def _legacy(config: MazeConfig) -> bool:
+    """Whether version 1.2.0 drew this config as 1.3.0 does (a strip, no decoys): its puzzles keep their bytes."""
+    return config.layers <= STRIP_LAYERS and config.decoys == 0
+
+
 def generate(config: MazeConfig, rng: np.random.Generator) -> Puzzle:
-    layers = [Layer(config.size, rng) for _ in range(config.layers)]
     n = config.size
-    start = (int(rng.integers(n)), int(rng.integers(n)))
+    plan = _plan_pockets(config, rng) if config.decoys else []
+    pockets = [[region for where, _, region in plan if where == index] for index in range(config.layers)]
+    walled = [{cell for region in regions for cell in region} for regions in pockets]  # per layer: cells in pockets
+    layers = [Layer(n, rng, pockets[index]) for index in range(config.layers)]
+    if plan:
+        free = [(r, c) for r in range(n) for c in range(n) if (r, c) not in walled[0]]
+        start = free[int(rng.integers(len(free)))]
+    else:
+        start = (int(rng.integers(n)), int(rng.integers(n)))
     used = {start}
     ends: list[Cell] = []  # ends[l] = where the route leaves layer l (portal or the end)
     entry = start
-    for layer in layers:
-        target = _pick_far(layer, entry, used, rng)
+    for index, layer in enumerate(layers):
+        # A route portal's cell lies outside the pockets of the next layer too.
+        beyond = walled[index + 1] if index + 1 < config.layers else set()
+        target = _pick_far(layer, entry, used | beyond if beyond else used, rng)
         used.add(target)
         ends.append(target)
         entry = target
+    decoys: list[tuple[int, Cell]] = []  # (lower layer of the pair, cell)
+    for where, other, region in plan:
+        cells = [cell for cell in region if cell not in used and cell not in walled[other]]
+        if not cells:
+            raise RejectedPuzzle("a decoy's pocket lies under the other layer's pockets")
+        decoys.append((min(where, other), cells[int(rng.integers(len(cells)))]))
+        used.add(decoys[-1][1])
     entries = [start] + ends[:-1]
     route = [(index, layer.path(entries[index], ends[index])) for index, layer in enumerate(layers)]
 
-    meta = _meta(config, layers, start, ends)
+    meta = _meta(config, layers, start, ends, decoys)
     solution = list(route)
-    distractors = _distractors(meta, layers, route, rng)
+    distractors = _distractors(meta, layers, route, rng, not _legacy(config))
 
     violations = [name for name, _ in distractors]
     answer_index = int(rng.integers(len(distractors) + 1))
@@ -221,14 +378,31 @@ def _margin(inner: float) -> int:
     return max(MARGIN, math.ceil((EDGE_SHARE * inner + WALL_WIDTH / 2) / (1 - 2 * EDGE_SHARE)))
 
 
-def _meta(config: MazeConfig, layers: list[Layer], start: Cell, ends: list[Cell]) -> dict:
+def layout(config: MazeConfig) -> dict:
+    """The picture's size and each layer's top-left corner: a strip for up to STRIP_LAYERS
+    layers, else two rows in a U (top row left to right, bottom row right to left)."""
+    n, count = config.size, config.layers
+    columns = count if count <= STRIP_LAYERS else math.ceil(count / 2)
+    rows = 1 if count <= STRIP_LAYERS else 2
+    slots = [(0, col) for col in range(columns)] + [(1, columns - 1 - col) for col in range(count - columns)]
+    inner_width = columns * n * CELL + (columns - 1) * GAP
+    inner_height = rows * n * CELL + (rows - 1) * GAP
+    margin_x, margin_y = _margin(inner_width), _margin(inner_height)
+    return {
+        "width": inner_width + 2 * margin_x,
+        "height": inner_height + 2 * margin_y,
+        "cell": CELL,
+        "origins": [[margin_x + col * (n * CELL + GAP), margin_y + row * (n * CELL + GAP)] for row, col in slots],
+    }
+
+
+def _meta(config: MazeConfig, layers: list[Layer], start: Cell, ends: list[Cell], decoys: Sequence[tuple[int, Cell]] = ()) -> dict:
     n = config.size
-    inner_width = config.layers * n * CELL + (config.layers - 1) * GAP
-    margin_x, margin_y = _margin(inner_width), _margin(n * CELL)
     portals = [
         {"layers": [index, index + 1], "cell": list(ends[index]), "colour": PORTAL_COLOURS[index]}
         for index in range(config.layers - 1)
     ]
+    portals += [{"layers": [low, low + 1], "cell": list(cell), "colour": PORTAL_COLOURS[low]} for low, cell in decoys]
     return {
         "task": "maze",
         "layers": config.layers,
@@ -238,14 +412,40 @@ def _meta(config: MazeConfig, layers: list[Layer], start: Cell, ends: list[Cell]
         "start": [0, *start],
         "end": [config.layers - 1, *ends[-1]],
         "portals": portals,
-        "layout": {
-            "width": inner_width + 2 * margin_x,
-            "height": n * CELL + 2 * margin_y,
-            "cell": CELL,
-            "origins": [[margin_x + index * (n * CELL + GAP), margin_y] for index in range(config.layers)],
-        },
+        "layout": layout(config),
         "palette": dict(PALETTE),
     }
+
+
+def legibility(config: MazeConfig) -> dict[str, float]:
+    """The smallest features, as shares of the picture's width (the layout has no randomness)."""
+    width = layout(config)["width"]
+    features = {"cell": CELL / width, "wall": WALL_WIDTH / width, "path": PATH_WIDTH / width, "marker": MARKER / width}
+    if config.layers > 1:
+        features["chevron"] = CHEVRON / width
+    return features
+
+
+LEGIBILITY_FLOORS = {
+    "cell": 8.0,  # under 8 px a cell cannot hold a disc or square and the line clear of its walls
+    "wall": 1.0,  # anti-aliasing is off: a wall under 1 px can fall between pixel centres and vanish
+    "path": 3.0,  # a line under 3 px reads as one more wall line, its colour a few scattered pixels
+    "marker": 6.0,  # a disc or square under 6 px shows too few pixels of its colour to match it with its partner
+    "chevron": 8.0,  # a chevron under 8 px tip to tip is a grey dot whose direction cannot be read
+}
+
+CONVENTIONS = {
+    "the route starts on the start square": "a green square in one cell of the first layer",
+    "the route ends on the end square": "a red square in one cell of the last layer",
+    "the line runs only between open neighbouring cells, never across a wall or out of its layer":
+        "dark wall lines between cells and around each layer",
+    "the layers follow one another in order, and a portal joins two consecutive layers":
+        "grey chevrons between consecutive layers, pointing to the next (in two rows: right, down, then left)",
+    "the line changes layer only at a portal: it ends on a disc on one layer and starts again on the disc "
+    "of the same colour at the same cell of the next or previous layer":
+        "pairs of same-colour discs at the same cell of two consecutive layers, one colour per pair of layers",
+    "the answer is one unbranched line through cell centres": "the instruction; every option draws it in blue",
+}
 
 
 # ---------------------------------------------------------------- distractors
@@ -259,6 +459,11 @@ KMAX = 6  # the most cells one edit adds or removes
 # that the solution, one edit back from the set's centre, is not the one with the least or most ink.
 QUOTA = {"extend": 4, "prune": 4, "divert": 4, "branch": 4, "cut": 4, "island": 4, "breach": 6, "jump": 4}
 TRIES = 3  # candidates judged per variant kept, at most: bounds the cost of edits that rarely fit
+# With ``balanced`` edits (configs 1.2.0 could not make: see ``_legacy``), no edit adds or removes
+# more ink (cells and links) than a gap or a stray line of KMAX cells: shortcuts through a wall
+# and moved layer changes removed more than any edit adds, so a set centred on a distractor with
+# less ink than the solution (one edit back from it) made the solution its inkiest option.
+INK_LIMIT = 2 * KMAX + 1
 LEAVES = 3  # variants a distractor needs to be the centre of a set (the solution is the fourth option)
 
 
@@ -324,8 +529,9 @@ class _Editor:
     """Near misses of any answer drawing: one edit each (grow or prune a line, cut a gap, cross
     a wall, change layer elsewhere), kept when it fails exactly one check."""
 
-    def __init__(self, meta: dict, layers: list[Layer], solution: Drawing, salt: int) -> None:
+    def __init__(self, meta: dict, layers: list[Layer], solution: Drawing, salt: int, balanced: bool = False) -> None:
         self.layers = layers
+        self.balanced = balanced
         self.solution = solution
         self.size = meta["size"]
         self.start, self.end = tuple(meta["start"]), tuple(meta["end"])
@@ -335,7 +541,9 @@ class _Editor:
         self.discs = frozenset((layer, *p["cell"]) for p in meta["portals"] for layer in p["layers"])
         self.salt = salt
         self.judge = maze_verifier.Judge(meta)
+        self.judge.passages  # noqa: B018 - built now: every candidate is judged against it
         self._found: dict[Drawing, list[tuple[str, Drawing]]] = {}
+        self._vectors: dict[Drawing, np.ndarray] = {}
 
     # -- the maze
 
@@ -349,19 +557,24 @@ class _Editor:
         return [(node[0], *cell) for cell in self.layers[node[0]].neighbours(node[1:])]
 
     def stand_in(self, drawing: Drawing) -> np.ndarray:
-        """One element per cell and per link between neighbours: 1 where drawn."""
+        """One element per cell and per link between neighbours: 1 where drawn (read-only:
+        kept per drawing, which the option set and the editor ask about again and again)."""
+        if drawing in self._vectors:
+            return self._vectors[drawing]
         n = self.size
         count = len(self.layers) * n * n
         vector = np.zeros(3 * count)
         index = [(layer * n + r) * n + c for layer, r, c in drawing.cells]
         index += [(1 if b[1] == r else 2) * count + (layer * n + r) * n + c for (layer, r, c), b in drawing.links]
         vector[index] = 1.0
+        vector.flags.writeable = False
+        self._vectors[drawing] = vector
         return vector
 
     # -- the verifier's checks
 
     def checks(self, drawing: Drawing) -> dict[str, bool]:
-        return self.judge(drawing.cells, drawing.links)
+        return self.judge.ordered(drawing.cells, drawing.links)  # the editor's links are ordered
 
     def fault(self, drawing: Drawing) -> str | None:
         failed = [name for name, ok in self.checks(drawing).items() if not ok]
@@ -388,6 +601,8 @@ class _Editor:
                     break
                 if candidate is None or candidate in seen:
                     continue
+                if self.balanced and INK_LIMIT and abs(_ink(candidate) - _ink(drawing)) > INK_LIMIT:
+                    continue
                 seen.add(candidate)
                 tried += 1
                 name = self.fault(candidate)
@@ -400,6 +615,8 @@ class _Editor:
         # distractor, all those on the solution's side in ink and at most as many on the other
         # side (or enough to make up LEAVES); then none nearer the solution than the distractor
         # itself: an edit half the way back would pair up with the solution and show it.
+        if self.balanced and drawing != self.solution:  # the sides are balanced among what is left
+            found = self._not_back(drawing, found)
         ink = _ink(drawing)
         change = [int(np.sign(_ink(d) - ink)) for _, d in found]
         if drawing == self.solution:  # in pairs within each violation first, then across them
@@ -419,12 +636,16 @@ class _Editor:
             keep = {i for i, c in enumerate(change) if c != away or away == 0}
             keep |= set([i for i in range(len(found)) if i not in keep][: max(LEAVES - len(keep), len(keep))])
         found = [v for i, v in enumerate(found) if i in keep]
-        if drawing != self.solution:
-            target = self.stand_in(self.solution)
-            here = np.abs(self.stand_in(drawing) - target).sum()
-            found = [v for v in found if np.abs(self.stand_in(v[1]) - target).sum() >= here]
+        if not self.balanced and drawing != self.solution:
+            found = self._not_back(drawing, found)
         self._found[drawing] = found
         return found
+
+    def _not_back(self, drawing: Drawing, found: list[tuple[str, Drawing]]) -> list[tuple[str, Drawing]]:
+        """The variants of a distractor no nearer the solution than the distractor itself."""
+        target = self.stand_in(self.solution)
+        here = np.abs(self.stand_in(drawing) - target).sum()
+        return [v for v in found if np.abs(self.stand_in(v[1]) - target).sum() >= here]
 
     @staticmethod
     def _edit(drawing: Drawing, remove: Sequence[Node] = (), add: Sequence[Node] = (),
@@ -628,9 +849,10 @@ class _Editor:
             yield self._edit(drawing, remove=removed, add=added, link=links)
 
 
-def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.random.Generator) -> list[tuple[str, list[Stroke]]]:
+def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.random.Generator,
+                 balanced: bool = False) -> list[tuple[str, list[Stroke]]]:
     solution = drawing_of(route)
-    editor = _Editor(meta, layers, solution, int(rng.integers(2**32)))
+    editor = _Editor(meta, layers, solution, int(rng.integers(2**32)), balanced)
     try:
         chosen = _option_set.choose_star(solution, editor.variants, editor.stand_in, rng)
     except ValueError as exc:
@@ -647,9 +869,18 @@ def cell_centre(meta: dict, layer: int, cell: Cell) -> tuple[float, float]:
 
 
 def _wall_segments(meta: dict, layer: int) -> list[tuple[float, float, float, float]]:
-    n = meta["size"]
     ox, oy = meta["layout"]["origins"][layer]
-    east, south = meta["open_east"][layer], meta["open_south"][layer]
+    return _segments(meta["size"], ox, oy, tuple(meta["open_east"][layer]), tuple(meta["open_south"][layer]))
+
+
+@lru_cache(maxsize=32)
+def _walls_d(n: int, ox: float, oy: float, east: tuple[str, ...], south: tuple[str, ...], chained: bool) -> str:
+    """The path ``d`` of one layer's walls (a build draws each puzzle seven times: kept for the next)."""
+    segments = _segments(n, ox, oy, east, south)
+    return " ".join(polyline_path(line) for line in _chains(segments)) if chained else segments_path(segments)
+
+
+def _segments(n: int, ox: float, oy: float, east: Sequence[str], south: Sequence[str]) -> list[tuple[float, float, float, float]]:
     segments = [(ox, oy, ox + n * CELL, oy), (ox, oy + n * CELL, ox + n * CELL, oy + n * CELL),
                 (ox, oy, ox, oy + n * CELL), (ox + n * CELL, oy, ox + n * CELL, oy + n * CELL)]
     for r in range(n):  # vertical walls, merged down columns
@@ -684,11 +915,48 @@ def _merge_collinear(segments: list[tuple[float, float, float, float]]) -> list[
     return merged
 
 
+def _chains(segments: list[tuple[float, float, float, float]]) -> list[list[tuple[float, float]]]:
+    """The segments joined end to end into polylines: the same strokes (a square cap and a mitred
+    right-angle join cover the same corner) in about 30 % fewer path points for cairosvg to parse."""
+    at: dict[tuple[float, float], list[int]] = {}
+    for i, (x1, y1, x2, y2) in enumerate(segments):
+        at.setdefault((x1, y1), []).append(i)
+        at.setdefault((x2, y2), []).append(i)
+    used = [False] * len(segments)
+    lines = []
+    for i, (x1, y1, x2, y2) in enumerate(segments):
+        if used[i]:
+            continue
+        used[i] = True
+        line = [(x1, y1), (x2, y2)]
+        for _ in range(2):  # on from one end, then from the other
+            while (j := next((k for k in at[line[-1]] if not used[k]), None)) is not None:
+                used[j] = True
+                a, b = segments[j][:2], segments[j][2:]
+                line.append(b if a == line[-1] else a)
+            line.reverse()
+        lines.append(line)
+    return lines
+
+
+def _chevron(meta: dict, layer: int) -> str:
+    """The path of the chevron in the gap between ``layer`` and the next, pointing to the next."""
+    side, half = meta["size"] * CELL, CHEVRON / 2
+    (x0, y0), (x1, y1) = meta["layout"]["origins"][layer], meta["layout"]["origins"][layer + 1]
+    if y0 == y1:  # side by side: mid-gap, level with the layers' middle
+        x, y, sign = (min(x0, x1) + side + max(x0, x1)) / 2, y0 + side / 2, 1 if x1 > x0 else -1
+        points = [(x - sign * half / 2, y - half), (x + sign * half / 2, y), (x - sign * half / 2, y + half)]
+    else:  # one above the other: mid-gap, under the layers' middle
+        x, y, sign = x0 + side / 2, (min(y0, y1) + side + max(y0, y1)) / 2, 1 if y1 > y0 else -1
+        points = [(x - half, y - sign * half / 2), (x, y + sign * half / 2), (x + half, y - sign * half / 2)]
+    return polyline_path(points)
+
+
 def draw(meta: dict, strokes: list[Stroke] | None) -> str:
     """The puzzle SVG, with ``strokes`` (if any) drawn on top as the answer path."""
     layout, palette = meta["layout"], meta["palette"]
     drawing = new_drawing(layout["width"], layout["height"], palette["background"], crisp=True)
-    inset = 0.12 * CELL
+    inset = (CELL - MARKER) / 2
 
     def square(layer: int, cell: Cell, colour: str) -> None:
         x, y = cell_centre(meta, layer, cell)
@@ -700,15 +968,16 @@ def draw(meta: dict, strokes: list[Stroke] | None) -> str:
     for portal in meta["portals"]:
         for layer in portal["layers"]:
             x, y = cell_centre(meta, layer, tuple(portal["cell"]))
-            drawing.add(drawing.circle(center=(fmt(x), fmt(y)), r=fmt(0.38 * CELL), fill=portal["colour"]))
+            drawing.add(drawing.circle(center=(fmt(x), fmt(y)), r=fmt(MARKER / 2), fill=portal["colour"]))
+    # Layers in two rows (new in 1.3.0) draw their walls as polylines; a strip keeps its segments.
+    chained = len({y for _, y in layout["origins"]}) > 1
     for layer in range(meta["layers"]):
-        drawing.add(drawing.path(d=segments_path(_wall_segments(meta, layer)), stroke=palette["wall"],
+        ox, oy = layout["origins"][layer]
+        d = _walls_d(meta["size"], ox, oy, tuple(meta["open_east"][layer]), tuple(meta["open_south"][layer]), chained)
+        drawing.add(drawing.path(d=d, stroke=palette["wall"],
                                  stroke_width=fmt(WALL_WIDTH), stroke_linecap="square", fill="none"))
     for layer in range(meta["layers"] - 1):  # chevron: "go on to the next layer"
-        x = layout["origins"][layer][0] + meta["size"] * CELL + GAP / 2
-        y = layout["height"] / 2
-        d = f"M{fmt(x - 6)} {fmt(y - 12)}L{fmt(x + 6)} {fmt(y)}L{fmt(x - 6)} {fmt(y + 12)}"
-        drawing.add(drawing.path(d=d, stroke=palette["chevron"], stroke_width=4, fill="none",
+        drawing.add(drawing.path(d=_chevron(meta, layer), stroke=palette["chevron"], stroke_width=4, fill="none",
                                  stroke_linecap="round", stroke_linejoin="round"))
     for layer, line in strokes or []:
         points = [cell_centre(meta, layer, cell) for cell in line]
@@ -735,5 +1004,8 @@ register_task(
                      "to the red square, changing layer only at matching coloured portals. Keep everything else unchanged."),
         answer_hint="the route drawn from the green square to the red square, through the portals between layers",
         difficulty_stat="route_length",
+        legibility=legibility,
+        legibility_floors=LEGIBILITY_FLOORS,
+        conventions=CONVENTIONS,
     )
 )

@@ -447,7 +447,7 @@ register_task(
         instruction=("Complete the matrix: draw the missing bottom-right panel so that "
                      "every row follows its rules. Keep the other panels unchanged."),
         answer_hint="the matrix with its missing bottom-right panel drawn in",
-        difficulty_stat="slots",
+        difficulty_stat="rules",  # the attributes that change: expert has hard's 3 x 3 slots and more rules
         strict=StrictMode(answer_ssim, STRICT_SSIM),
         legibility=legibility,
         legibility_floors=LEGIBILITY_FLOORS,
