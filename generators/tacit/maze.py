@@ -192,11 +192,13 @@ class Layer:
         for pocket in pockets:
             walled[tuple(np.transpose(pocket))] = True
         free = np.argwhere(~walled)
-        self._carve(rng, tuple(int(v) for v in free[int(rng.integers(len(free)))]), walled.copy())
+        row, col = free[int(rng.integers(len(free)))]
+        self._carve(rng, (int(row), int(col)), walled.copy())
         for pocket in pockets:
             outside = np.ones((n, n), dtype=bool)
             outside[tuple(np.transpose(pocket))] = False
-            self._carve(rng, tuple(pocket[int(rng.integers(len(pocket)))]), outside)
+            first = pocket[int(rng.integers(len(pocket)))]
+            self._carve(rng, (first[0], first[1]), outside)
 
     def set_open(self, a: Cell, b: Cell) -> None:
         (r1, c1), (r2, c2) = (a, b) if a <= b else (b, a)
