@@ -291,7 +291,7 @@ def test_expert_oracle_passes_and_each_distractor_fails_exactly_its_check(expert
 
 
 def test_expert_edits_are_balanced_in_ink(expert):
-    # No edit changes the ink by more than INK_LIMIT; around a distractor, after the variants
+    # No edit changes more than EDIT_LIMIT cells and links; around a distractor, after the variants
     # that step back toward the solution are dropped, the side away from the solution holds no
     # more variants than the solution's side (or than make up the leaves a centre needs).
     editor = maze._Editor(expert.meta, [maze.Layer.from_meta(expert.meta, i) for i in range(4)],
@@ -299,12 +299,15 @@ def test_expert_edits_are_balanced_in_ink(expert):
     solution = editor.solution
     target = editor.stand_in(solution)
     first = editor.variants(solution)
-    assert all(abs(_ink(d) - _ink(solution)) <= maze.INK_LIMIT for _, d in first)
+    def changed(a, b):
+        return len(a.cells ^ b.cells) + len(a.links ^ b.links)
+
+    assert all(changed(d, solution) <= maze.EDIT_LIMIT for _, d in first)
     for _, centre in first[:6]:
         around = editor.variants(centre)
         here = np.abs(editor.stand_in(centre) - target).sum()
         assert all(np.abs(editor.stand_in(d) - target).sum() >= here for _, d in around)
-        assert all(abs(_ink(d) - _ink(centre)) <= maze.INK_LIMIT for _, d in around)
+        assert all(changed(d, centre) <= maze.EDIT_LIMIT for _, d in around)
         away = np.sign(_ink(centre) - _ink(solution))
         if away:
             far = sum(np.sign(_ink(d) - _ink(centre)) == away for _, d in around)

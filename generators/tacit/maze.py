@@ -30,11 +30,13 @@ distractor, variants are never nearer the solution than the distractor itself (n
 the way back), so the solution is one edit from the centre like every other option. Gaps and
 pruning leave portal discs covered: an uncovered disc adds a colour the solution never shows.
 
-Configs that version 1.2.0 could not make (two rows of layers, decoys) get ``balanced`` edits:
-no edit changes the ink by more than INK_LIMIT, and around a distractor the variants that would
-step back toward the solution are dropped before the two sides (more ink, less ink) are
-balanced, not after, so that the solution lies on the centre's inkier side as often as a
-variant does. A strip without decoys keeps 1.2.0's edits: its puzzles are unchanged.
+Configs that version 1.2.0 could not make (two rows of layers, decoys) get ``balanced`` edits,
+so that the solution, one edit back from a distractor centre, is not the option with the
+most ink or the one farthest from the others more often than a variant of the centre: no
+edit changes more than EDIT_LIMIT cells and links (shortcuts through a wall and moved layer
+changes were the largest edits), and around a distractor the variants that
+step back toward the solution are dropped before the two sides in ink are balanced, not
+after. A strip without decoys keeps 1.2.0's edits: its puzzles are unchanged.
 """
 
 from __future__ import annotations
@@ -461,11 +463,11 @@ KMAX = 6  # the most cells one edit adds or removes
 # that the solution, one edit back from the set's centre, is not the one with the least or most ink.
 QUOTA = {"extend": 4, "prune": 4, "divert": 4, "branch": 4, "cut": 4, "island": 4, "breach": 6, "jump": 4}
 TRIES = 3  # candidates judged per variant kept, at most: bounds the cost of edits that rarely fit
-# With ``balanced`` edits (configs 1.2.0 could not make: see ``_legacy``), no edit adds or removes
-# more ink (cells and links) than a gap or a stray line of KMAX cells: shortcuts through a wall
-# and moved layer changes removed more than any edit adds, so a set centred on a distractor with
-# less ink than the solution (one edit back from it) made the solution its inkiest option.
-INK_LIMIT = 2 * KMAX + 1
+# With ``balanced`` edits (configs 1.2.0 could not make: see ``_legacy``) an edit changes (adds
+# or takes away) at most the cells and links of a gap or a stray line of KMAX cells. A set
+# centred on a distractor one large edit from the solution made the solution its inkiest
+# option, or the one farthest from the others.
+EDIT_LIMIT = 2 * KMAX + 1
 LEAVES = 3  # variants a distractor needs to be the centre of a set (the solution is the fourth option)
 
 
@@ -490,6 +492,11 @@ def drawing_of(strokes: list[Stroke]) -> Drawing:
 def _ink(drawing: Drawing) -> int:
     """How much a drawing puts on the picture, in cells and links."""
     return len(drawing.cells) + len(drawing.links)
+
+
+def _changed(a: Drawing, b: Drawing) -> int:
+    """How many cells and links one drawing has that the other has not."""
+    return len(a.cells ^ b.cells) + len(a.links ^ b.links)
 
 
 def _adjacency(drawing: Drawing) -> dict[Node, list[Node]]:
@@ -603,7 +610,7 @@ class _Editor:
                     break
                 if candidate is None or candidate in seen:
                     continue
-                if self.balanced and INK_LIMIT and abs(_ink(candidate) - _ink(drawing)) > INK_LIMIT:
+                if self.balanced and _changed(candidate, drawing) > EDIT_LIMIT:
                     continue
                 seen.add(candidate)
                 tried += 1
