@@ -37,6 +37,7 @@ record per scenario holding the law and everything a person writes for it::
         factual: "..."                        # L1 assessment point (a single visible fact)
         outcome: "..."                        # L2/L3 assessment point
         accept: ["..."]                       # other depictions of the same consequence the L3/L2 judge accepts
+        anchors: ["..."]                      # scene anchors every prompt asks for (visual integrity, every level)
         subjects: "..."                       # what visual integrity inspects
         l1_checks: ["..."]                    # single visible checks of the real scene
         checks: ["..."]                       # single visible checks under the change
@@ -238,8 +239,8 @@ def load_seed_scenarios(folder: Path | str | None = None, laws: list[Law] | None
 
 COMPACT_REQUIRED = ("id", "subdomain", "topic", "law", "counterfactual", "l1", "l2", "l3", "factual", "outcome",
                     "subjects", "l1_checks", "checks", "knock_on", "terms")
-COMPACT_OPTIONAL = ("accept",)
-COMPACT_LISTS = ("l1_checks", "checks", "knock_on", "terms", "accept")
+COMPACT_OPTIONAL = ("accept", "anchors")
+COMPACT_LISTS = ("l1_checks", "checks", "knock_on", "terms", "accept", "anchors")
 WEIGHTS = {"visual_integrity": 3.0, "assessment_point": 15.0, "logic_consistency": 8.0}
 
 
@@ -269,11 +270,17 @@ def compact_questions(record: dict[str, Any]) -> tuple[Question, ...]:
     def add(level: str, dimension: str, question: str, criteria: str, weight: float) -> None:
         questions.append(Question(level=level, dimension=dimension, question=question, criteria=criteria, weight=weight))
 
+    anchors = [" ".join(a.split()) for a in record.get("anchors", [])]
+    integrity_weight = round(WEIGHTS["visual_integrity"] / (1 + len(anchors)), 4)
     for level in ("l1", "l2", "l3"):
         lead = "Is the image" if level == "l1" else "Setting the changed law aside, is the image"
         add(level, "visual_integrity", f"{lead} free of rendering artifacts, with {subjects} clearly and naturally drawn?",
             f"1: {subjects} all well formed; 0.5: minor artifacts or distortions; 0: severe artifacts, or {subjects} "
-            "warped, merged or missing", WEIGHTS["visual_integrity"])
+            "warped, merged or missing", integrity_weight)
+        # Scene anchors ("Is there a seal on the ice") ask whether the scene is there, not whether the law holds.
+        for anchor in anchors:
+            add(level, "visual_integrity", anchor if anchor.endswith("?") else anchor + "?",
+                "1: yes, clearly; 0.5: partly or ambiguous; 0: no", integrity_weight)
         if level == "l1":
             add(level, "assessment_point", f"Does the image show that {factual}?",
                 f"1: clearly shows that {factual}; 0.5: suggested but ambiguous or partly hidden; 0: not shown, "
