@@ -3,8 +3,11 @@
 For every task, puzzles of every difficulty are drawn at 1024 px and each option (the
 solution and the four distractors) is put through a grid of distortions: translation,
 uniform rescale, rotation, cropping, letterbox padding, stretching to another aspect ratio,
-a tinted or off-white background, JPEG, blur and noise, each at two strengths, and the
-geometric ones combined with JPEG 50 + blur 1.5 + noise 8. The verifier must still accept
+a tinted or off-white background, JPEG, blur and noise, each at two strengths, the
+geometric ones combined with JPEG 50 + blur 1.5 + noise 8, and what image editors and
+cameras add: tone curves (gamma 0.7 and 1.4, a contrast S-curve), a semi-transparent
+watermark over the bottom-right corner (raven's answer panel) and a keystone (perspective)
+change. The verifier must still accept
 the solution and must reject every distractor. The reference each answer is registered to
 is rendered from meta (the verifier's default); ``--with-puzzle`` passes the bare puzzle
 image instead, as the scorer does.
@@ -20,17 +23,20 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import multiprocessing
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import cv2
 import numpy as np
-from PIL import Image, ImageFilter
+from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
-from vrforge.registry import DIFFICULTIES, accepted_puzzle, all_tasks, get_task
+from vrforge.registry import accepted_puzzle, all_tasks, get_task
 from vrforge.render import rasterise
+from vrforge.schemas.layout import DIFFICULTIES, LEVELS
 
 SEED = 5151
 WIDTH = 1024
@@ -135,6 +141,58 @@ def noise(sigma: float) -> Distortion:
     return apply
 
 
+def tone(curve: Callable[[np.ndarray], np.ndarray]) -> Distortion:
+    """Every channel mapped through ``curve`` (0..1 -> 0..1), as an editor's curves tool does."""
+    lut = np.clip(np.round(255 * curve(np.arange(256) / 255.0)), 0, 255).astype(np.uint8)
+
+    def apply(image: Image.Image, rng: np.random.Generator) -> Image.Image:
+        return Image.fromarray(lut[np.asarray(image.convert("RGB"))])
+    return apply
+
+
+def gamma(exponent: float) -> Distortion:
+    """Tone curve ``v ** exponent``: under 1 lightens the mid-greys, over 1 darkens them (black and white stay)."""
+    return tone(lambda v: v**exponent)
+
+
+def s_curve(strength: float) -> Distortion:
+    """Contrast S-curve: a logistic through (0, 0), (0.5, 0.5) and (1, 1); darks darker, lights lighter."""
+    def curve(v: np.ndarray) -> np.ndarray:
+        low, high = 1 / (1 + math.exp(strength / 2)), 1 / (1 + math.exp(-strength / 2))
+        return (1 / (1 + np.exp(-strength * (v - 0.5))) - low) / (high - low)
+    return tone(curve)
+
+
+def watermark(text: str, opacity: float, height: float) -> Distortion:
+    """``text`` in mid grey at ``opacity``, ``height`` of the picture's height tall, right-aligned
+    in the bottom-right corner 1.5 % from the edges (over raven's answer panel's corner)."""
+    def apply(image: Image.Image, rng: np.random.Generator) -> Image.Image:
+        base = image.convert("RGBA")
+        font = ImageFont.load_default(size=max(6, round(height * image.height)))
+        layer = Image.new("RGBA", base.size, (0, 0, 0, 0))
+        pen = ImageDraw.Draw(layer)
+        left, top, right, bottom = pen.textbbox((0, 0), text, font=font)
+        x = round(0.985 * image.width) - right
+        y = round(0.985 * image.height) - bottom
+        pen.text((x, y), text, font=font, fill=(96, 96, 96, round(255 * opacity)))
+        return Image.alpha_composite(base, layer).convert("RGB")
+    return apply
+
+
+def keystone(fraction: float) -> Distortion:
+    """Perspective as from a camera below the picture's centre: the top corners move inward by
+    ``fraction`` of the width each, the bottom ones stay (white fill)."""
+    def apply(image: Image.Image, rng: np.random.Generator) -> Image.Image:
+        w, h = image.size
+        source = np.array([[0, 0], [w, 0], [w, h], [0, h]], dtype=np.float32)
+        target = np.array([[fraction * w, 0], [w - fraction * w, 0], [w, h], [0, h]], dtype=np.float32)
+        inverse = cv2.getPerspectiveTransform(target, source)  # output pixel -> input pixel, as PIL wants
+        coeffs = (inverse / inverse[2, 2]).ravel()[:8]
+        return image.convert("RGB").transform((w, h), Image.Transform.PERSPECTIVE, tuple(float(c) for c in coeffs),
+                                              Image.Resampling.BICUBIC, fillcolor=WHITE)
+    return apply
+
+
 def chain(*steps: Distortion) -> Distortion:
     def apply(image: Image.Image, rng: np.random.Generator) -> Image.Image:
         for step in steps:
@@ -175,7 +233,17 @@ DISTORTIONS: dict[str, Distortion] = {
     "crop 5% every side + degrade": chain(crop(0.05, "ltrb"), DEGRADE),
     "letterbox 1:1 + tint + degrade": chain(letterbox(1.0, WHITE), tint((20, -20, 10)), DEGRADE),
     "stretch 1:1 + shift 2% + degrade": chain(stretch(1.0), shift(0.02), DEGRADE),
+    "gamma 0.7": gamma(0.7),
+    "gamma 1.4": gamma(1.4),
+    "contrast S-curve": s_curve(5.0),
+    "watermark 35%": watermark("AI GENERATED", 0.35, 0.04),
+    "keystone 1.5%": keystone(0.015),
+    "keystone 3%": keystone(0.03),
+    "keystone 1.5% + gamma 0.7 + degrade": chain(keystone(0.015), gamma(0.7), DEGRADE),
 }
+# What image editors and cameras add (tone, overlays, perspective): the rows issue 23 asked for.
+EDITOR_GRID = ("gamma 0.7", "gamma 1.4", "contrast S-curve", "watermark 35%", "keystone 1.5%", "keystone 3%",
+               "keystone 1.5% + gamma 0.7 + degrade")
 # The smaller grid the registry-wide test runs for every task.
 SMALL_GRID = ("shift 5%", "rotate 3°", "crop 3% top-left", "letterbox 1:1 + tint + degrade", "stretch 1:1 + shift 2% + degrade")
 
@@ -248,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--puzzles", type=int, default=2, help="puzzles per task and difficulty")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--tasks", nargs="*", help="default: every registered task")
-    parser.add_argument("--difficulties", nargs="*", choices=DIFFICULTIES, help="default: all three")
+    parser.add_argument("--difficulties", nargs="*", choices=LEVELS, help="default: easy, medium, hard")
     parser.add_argument("--distortions", nargs="*", choices=list(DISTORTIONS), help="default: all")
     parser.add_argument("--with-puzzle", action="store_true", help="pass the bare puzzle image as the reference")
     parser.add_argument("--out", default="bench/results/verifier_robustness.json")

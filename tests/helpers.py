@@ -1,11 +1,11 @@
-"""Shared test utilities: degrade images the way the issue's robustness bar asks."""
+"""Shared test utilities: degrade and distort images the way model answers arrive."""
 
 from __future__ import annotations
 
 import io
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageDraw
 
 
 def as_pil(image) -> Image.Image:
@@ -33,3 +33,21 @@ def png_bytes(image) -> bytes:
 def noise(width: int, height: int, seed: int = 0) -> Image.Image:
     rng = np.random.default_rng(seed)
     return Image.fromarray(rng.integers(0, 256, size=(height, width, 3), dtype=np.uint8))
+
+
+def distorted(name: str, image, seed: int = 0) -> bytes:
+    """PNG bytes of ``image`` put through the robustness benchmark's distortion ``name``."""
+    from vrforge.bench.verifier_robustness import DISTORTIONS, encoded
+
+    return encoded(DISTORTIONS[name](as_pil(image), np.random.default_rng(seed)))
+
+
+def overlay_box(image, box: tuple[float, float, float, float], opacity: float, grey: int = 96) -> Image.Image:
+    """A semi-transparent grey block (a logo plate) over ``box`` (fractions x0, y0, x1, y1 of the size)."""
+    base = as_pil(image).convert("RGBA")
+    layer = Image.new("RGBA", base.size, (0, 0, 0, 0))
+    w, h = base.size
+    x0, y0, x1, y1 = box
+    ImageDraw.Draw(layer).rectangle((round(x0 * w), round(y0 * h), round(x1 * w), round(y1 * h)),
+                                    fill=(grey, grey, grey, round(255 * opacity)))
+    return Image.alpha_composite(base, layer).convert("RGB")

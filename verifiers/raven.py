@@ -14,6 +14,21 @@ re-centred on its ink (regular shapes are centred on their centroid), so an obje
 somewhat off its slot centre still reads right. The fill grey is the median of probes well
 inside. Any faithful rendering of the right answer passes, whatever the rasteriser.
 
+Greys are read against the puzzle's own shades, not the palette's nominal values: the eight
+given panels show which fill each of their objects has (meta knows), so their greys as the
+answer image shows them calibrate the five fills (``shades``). A tone curve an editor applied
+(gamma, contrast) then moves the answer's grey and its reference alike. Fills no given panel
+shows are placed on a gamma curve fitted through those it does, corrected to pass through
+each seen one. Calibrated shades out of order, or too close to tell apart, make the answer
+unusable input: the picture is then no tone curve of the puzzle.
+
+Ink in the answer panel that no candidate explains (a slot's misfit) is read through when it
+is thin: the panel is read again with dark strokes thinner than a quarter of a half slot
+opened away (a watermark's letters; no object is that thin). Where that does not explain it
+and the panel's surround, which neither the puzzle nor an answer inks, is marked too (a
+plate or logo laid over the panel's corner), the answer is unusable input saying so, not a
+wrong answer. Otherwise the unexplained ink is the answer's own drawing, read as it is.
+
 The picture is drawn by the task's ``draw`` (``generators/tacit/raven.py``), which also holds
 the strict mode: SSIM of the answer panel against the reference drawing.
 """
@@ -25,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, cast
 
+import cv2
 import numpy as np
 
 from vrforge.imagemetrics import luminance
@@ -50,6 +66,13 @@ EDGE_PX = 1.5  # width of the soft edge a candidate's outline is expected to hav
 RECENTRE_STEPS = 2
 MAX_SHIFT = 0.3  # at most this share of the half slot off the slot centre
 MISFIT = 0.05  # a slot whose best candidate differs more (mean squared coverage) is unreadable
+THIN_MARK = 0.25  # of a half slot: thinner dark strokes in the answer panel are no object (read through them)
+FOREIGN_DELTA = 40.0  # grey levels below the background: ink where the puzzle leaves the answer panel's surround clear
+FOREIGN_SHARE = 0.05  # that much of one side of the surround inked: a mark lies over the answer panel
+FRAME_CLEAR = 1.5  # layout units at least between the answer panel's edge and the surround's bands
+MIN_SHADE_GAP = 12.0  # grey levels: calibrated neighbouring shades closer than this cannot be told apart
+CORE_PX = 2.0  # probes this far inside an object (pixels) read its fill, clear of the anti-aliased edge
+CLEAR_PX = 3.0  # probes this far outside every object read the panel's background
 
 Panel = dict[str, Any]  # {"positions": [slots], "type", "size", "colour", "rotation"}
 
@@ -254,14 +277,94 @@ def _bilinear(image: np.ndarray, points: np.ndarray) -> np.ndarray:
     return top * (1 - fy) + bottom * fy
 
 
-def read_answer(meta: Mapping[str, Any], image: np.ndarray) -> tuple[list[tuple[int, int | None, int, int, int]], list[float]]:
+def nominal_shades(meta: Mapping[str, Any]) -> tuple[float, np.ndarray]:
+    """The palette's background grey and fill greys as drawn."""
+    palette = meta["palette"]
+    background = float(luminance(np.asarray(hex_to_rgb(palette["background"]), dtype=np.float64)))
+    return background, np.asarray([luminance(np.asarray(hex_to_rgb(c), dtype=np.float64)) for c in palette["fills"]])
+
+
+def shades(meta: Mapping[str, Any], image: np.ndarray) -> tuple[float, np.ndarray, list[int]] | str:
+    """The background grey, the five fill greys as ``image`` shows them, and which fills the given
+    panels show; or why they cannot be calibrated.
+
+    Each given panel's objects are sampled well inside (the fill) and its slots well outside every
+    object (the background); a fill's grey is the median over the panels that use it."""
+    layout = meta["layout"]
+    height, width = image.shape[:2]
+    scale = min(width / layout["width"], height / layout["height"])
+    half = layout["slot_half"]
+    slot_px = half * scale
+    probes = _probe_grid()[:: 3]  # a third of the probes: hundreds per object are plenty for a median
+    size = np.asarray([layout["width"], layout["height"]], dtype=np.float64)
+    slots = np.asarray(layout["slots"], dtype=np.float64)
+    nominal_background, nominal = nominal_shades(meta)
+    per_fill: dict[int, list[float]] = {}
+    clear: list[np.ndarray] = []
+    for index, panel in enumerate(meta["panels"]):
+        origin = np.asarray(layout["origins"][index], dtype=np.float64)
+        occupied = set(panel["positions"])
+        name = TYPES[panel["type"]]
+        inside = signed_distance(name, SIZES[panel["size"]], panel["rotation"], probes) * slot_px
+        core: list[np.ndarray] = []
+        for slot, centre in enumerate(slots):
+            points = (origin + centre)[None, :] + probes * half
+            greys = _bilinear(image, points / size)
+            if slot in occupied:
+                core.append(greys[inside < -CORE_PX])
+                clear.append(greys[inside > CLEAR_PX])
+            else:
+                clear.append(greys)
+        seen = np.concatenate(core) if core else np.empty(0)
+        if seen.size:
+            per_fill.setdefault(int(panel["colour"]), []).append(float(np.median(seen)))
+    background = float(np.median(np.concatenate(clear))) if clear else nominal_background
+    observed = {k: float(np.median(v)) for k, v in per_fill.items()}
+    levels = _calibrated(nominal_background, nominal, background, observed)
+    ordered = np.argsort(-nominal)  # lightest fill first
+    chain = np.concatenate([[background], levels[ordered]])
+    gaps = -np.diff(chain)
+    if gaps.min() < MIN_SHADE_GAP:
+        k = int(np.argmin(gaps))
+        return (f"the given panels' shades cannot be told apart ({chain[k]:.0f} and {chain[k + 1]:.0f} "
+                f"grey levels, at least {MIN_SHADE_GAP:.0f} apart expected)")
+    return background, levels, sorted(observed)
+
+
+def _calibrated(nominal_background: float, nominal: np.ndarray, background: float,
+                observed: Mapping[int, float]) -> np.ndarray:
+    """Every fill's grey under the tone curve the observed ones imply: a power law through the
+    background (white to white) fitted to the seen fills, plus a piecewise-linear correction that
+    makes it pass through each of them exactly (none at black and at the background)."""
+    top = max(nominal_background, 1.0)
+    seen = [(nominal[k] / top, value / max(background, 1.0)) for k, value in observed.items()
+            if 0 < nominal[k] < top and 0 < value < background]
+    exponent = 1.0
+    if seen:
+        x = np.log([u for u, _ in seen])
+        y = np.log([v for _, v in seen])
+        exponent = float(np.clip((x * y).sum() / (x * x).sum(), 0.25, 4.0))
+    curve = background * (np.clip(nominal / top, 0.0, 1.0) ** exponent)
+    anchors = {0.0: 0.0, top: 0.0}
+    for k, value in observed.items():
+        anchors[float(nominal[k])] = value - float(curve[k])
+    xs = np.asarray(sorted(anchors))
+    return curve + np.interp(nominal, xs, [anchors[x] for x in xs])
+
+
+Reading = tuple[int, int | None, int, int, int]  # slot, type (None: unreadable), size, rotation, colour
+
+
+def read_answer(meta: Mapping[str, Any], image: np.ndarray,
+                calibration: tuple[float, np.ndarray] | None = None) -> tuple[list[Reading], list[float]]:
     """The objects in the answer panel and the misfit of every slot's reading.
 
     Each probe's grey gives the share of the probe covered by ink (0 background, 1 fill);
     each candidate predicts that share from its signed distance with a soft edge
-    (anti-aliasing and resampling blur the outline over about a pixel).
+    (anti-aliasing and resampling blur the outline over about a pixel). ``calibration``: the
+    background and fill greys to read against (default: the palette's nominal ones).
     """
-    layout, palette = meta["layout"], meta["palette"]
+    layout = meta["layout"]
     height, width = image.shape[:2]
     scale = min(width / layout["width"], height / layout["height"])
     half = layout["slot_half"]
@@ -270,8 +373,7 @@ def read_answer(meta: Mapping[str, Any], image: np.ndarray) -> tuple[list[tuple[
     candidates, distances = _templates()
     ox, oy = layout["origins"][layout["answer_panel"]]
     centres = np.asarray([[ox + sx, oy + sy] for sx, sy in layout["slots"]], dtype=np.float64)
-    background = float(luminance(np.asarray(hex_to_rgb(palette["background"]), dtype=np.float64)))
-    fills = np.asarray([luminance(np.asarray(hex_to_rgb(c), dtype=np.float64)) for c in palette["fills"]])
+    background, fills = calibration if calibration is not None else nominal_shades(meta)
     threshold = (background + fills.max()) / 2
     size = np.asarray([layout["width"], layout["height"]], dtype=np.float64)
 
@@ -295,7 +397,7 @@ def read_answer(meta: Mapping[str, Any], image: np.ndarray) -> tuple[list[tuple[
         greys, valid = sample(centres)
     expected = np.clip(0.5 - distances * slot_px / EDGE_PX, 0.0, 1.0)  # (C, P) predicted coverage
     core_mask = distances * slot_px < -EDGE_PX
-    objects: list[tuple[int, int | None, int, int, int]] = []
+    objects: list[Reading] = []
     misfits: list[float] = []
     for slot, (row, mask) in enumerate(zip(greys, valid)):
         inked = (row < threshold) & (mask > 0)
@@ -320,6 +422,66 @@ def read_answer(meta: Mapping[str, Any], image: np.ndarray) -> tuple[list[tuple[
     return objects, misfits
 
 
+def _answer_box(meta: Mapping[str, Any], image: np.ndarray, grow: float) -> tuple[int, int, int, int]:
+    """Pixel box x0, y0, x1, y1 of the answer panel grown by ``grow`` layout units (clipped)."""
+    layout = meta["layout"]
+    height, width = image.shape[:2]
+    sx, sy = width / layout["width"], height / layout["height"]
+    ox, oy = layout["origins"][layout["answer_panel"]]
+    size = layout["panel"]
+    return (max(0, math.floor((ox - grow) * sx)), max(0, math.floor((oy - grow) * sy)),
+            min(width, math.ceil((ox + size + grow) * sx)), min(height, math.ceil((oy + size + grow) * sy)))
+
+
+def without_thin_marks(meta: Mapping[str, Any], image: np.ndarray, background: float) -> np.ndarray:
+    """The picture (grey) with dark strokes thinner than a quarter of a half slot removed from the
+    answer panel: a grey opening of the ink. Every object keeps its outline (even the smallest
+    triangle's inscribed circle is twice as wide) and its fill; text or a logo laid over it goes."""
+    layout = meta["layout"]
+    height, width = image.shape[:2]
+    slot_px = layout["slot_half"] * min(width / layout["width"], height / layout["height"])
+    diameter = max(3, 2 * round(THIN_MARK * slot_px / 2) + 1)
+    x0, y0, x1, y1 = _answer_box(meta, image, 0.0)
+    grey = np.clip(np.round(luminance(image)), 0, 255).astype(np.uint8)
+    level = int(np.clip(round(background), 0, 255))
+    ink = cv2.subtract(np.full_like(grey[y0:y1, x0:x1], level), grey[y0:y1, x0:x1])
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (diameter, diameter))
+    opened = cv2.morphologyEx(ink, cv2.MORPH_OPEN, kernel)
+    grey[y0:y1, x0:x1] = np.maximum(grey[y0:y1, x0:x1], level - opened.astype(np.int16)).astype(np.uint8)
+    return np.repeat(grey[:, :, None], 3, axis=2)
+
+
+def foreign_marks(meta: Mapping[str, Any], image: np.ndarray, background: float) -> float:
+    """Share of the answer panel's surround that is inked: the padding between its frame and its
+    slots, and a band of the same width outside the frame (above, right and below; the gap on
+    the left holds a row arrow), where neither the puzzle nor any answer draws. A watermark or a
+    caption laid over the panel's edge shows there."""
+    layout = meta["layout"]
+    size, half = float(layout["panel"]), float(layout["slot_half"])
+    slots = np.asarray(layout["slots"], dtype=np.float64)
+    pad = float(min(slots.min(), size - slots.max())) - half  # from the frame to the slots' squares
+    x0, y0, x1, y1 = _answer_box(meta, image, pad)
+    height, width = image.shape[:2]
+    ox, oy = layout["origins"][layout["answer_panel"]]
+    # Pixel centres in layout units from the answer panel's corner.
+    u = (np.arange(x0, x1) + 0.5) * layout["width"] / width - ox
+    v = (np.arange(y0, y1) + 0.5) * layout["height"] / height - oy
+    uu, vv = np.meshgrid(u, v)
+    # Clear of the frame line (1.5 units wide) by 3 px more: a blurred frame bleeds that far.
+    clear = max(FRAME_CLEAR, 0.75 + 3.0 * layout["width"] / width)
+    inner = (uu > clear) & (uu < size - clear) & (vv > clear) & (vv < size - clear)
+    slot_area = (uu > pad - 0.5) & (uu < size - pad + 0.5) & (vv > pad - 0.5) & (vv < size - pad + 0.5)
+    outer = ~((uu > -clear) & (uu < size + clear) & (vv > -clear) & (vv < size + clear))
+    surround = (inner & ~slot_area) | (outer & (uu > -clear))
+    inked = luminance(image[y0:y1, x0:x1]) < background - FOREIGN_DELTA
+    # Per side (split by the diagonals): a mark over one corner inks its sides densely, while
+    # noise or a resampled edge spreads thinly over all of them.
+    du, dv = uu - size / 2, vv - size / 2
+    sides = (dv < -np.abs(du), du > np.abs(dv), dv > np.abs(du), du < -np.abs(dv))
+    shares = [float(inked[surround & side].mean()) for side in sides if (surround & side).any()]
+    return max(shares, default=0.0)
+
+
 # ---------------------------------------------------------------- verify
 
 
@@ -329,12 +491,30 @@ def verify(meta: Mapping[str, Any], image: Any, puzzle: Any = None) -> Verdict:
     if isinstance(frame, Verdict):
         return frame
     rgb = frame.image
-    objects, misfits = read_answer(meta, rgb)
+    calibration = shades(meta, rgb)
+    if isinstance(calibration, str):
+        return Verdict.unusable(calibration)
+    background, levels, seen = calibration
+    objects, misfits = read_answer(meta, rgb, (background, levels))
+    read_through = False
+    if max(misfits) > MISFIT:
+        # Ink no object explains: if it is thin (a watermark's letters, a scribble), read without it.
+        cleaned, cleaned_misfits = read_answer(meta, without_thin_marks(meta, rgb, background), (background, levels))
+        if max(cleaned_misfits) <= MISFIT:
+            objects, misfits, read_through = cleaned, cleaned_misfits, True
+        else:
+            marks = foreign_marks(meta, rgb, background)
+            if marks >= FOREIGN_SHARE:
+                slot = int(np.argmax(cleaned_misfits))
+                return Verdict.unusable(f"a mark that is not part of the puzzle lies over the answer panel "
+                                        f"({100 * marks:.0f} % of one side of its surround inked; slot {slot} cannot be read)")
     checks = judge(meta, objects)
     details: dict[str, Any] = {
         "objects": [list(o) for o in objects],
         "expected": predict(meta),
         "max_misfit": round(max(misfits), 4),
+        "thin_marks_ignored": read_through,
+        "shades": {"background": round(background, 1), "fills": [round(float(v), 1) for v in levels], "seen": seen},
         "registration": frame.details,
     }
     return Verdict.from_checks(checks, details=details)

@@ -30,11 +30,22 @@ the background's tint and to the colour of letterbox bars. The method:
    ``MAX_ROTATION``, sheared, stretched), the answer is "unusable input: could not align the
    answer with the puzzle (...)"; but an answer with the puzzle's proportions is then read
    in its own frame, so an erased drawing fails its check as it did before.
+4. Perspective. A photographed or tilted answer (a keystone) is matched by the affine fit at
+   the centre and missed by a few pixels at the corners. From the affine fit (and, when it
+   lies away from the content boxes' start, from that start refitted too), ECC refines a
+   homography (``MOTION_HOMOGRAPHY``) on the puzzle's strokes alone: the answer's own solids
+   (filled cells, drawn cubes) are masked out, since they pull ECC off the lines. It replaces
+   the affine fit only if, on the pixels every candidate keeps, it removes a quarter of the
+   affine fit's decorrelation, fits the puzzle's ink as closely, and stays within a camera's
+   tilt of its own affine fit, which must pass the checks above. Checked against known
+   keystones on every task's puzzles: within about a pixel at 1024 px, as the affine fit is
+   for a shift. An answer that fits no homography better keeps its affine reading.
 
 A pixel-aligned answer (the same aspect ratio, the puzzle's ink where the reference has it)
-is recognised from 1,500 landmark pixels and read as it is, unresampled: the
-verdict on the release's own pictures does not depend on this module. Everything is
-deterministic (OpenCV runs single-threaded here; no random starts).
+is recognised from 1,500 landmark pixels on the rims of the puzzle's solid ink (a filled
+face's inside stays inked when a picture is a few pixels off; its rim does not) and read as
+it is, unresampled: the verdict on the release's own pictures does not depend on this
+module. Everything is deterministic (OpenCV runs single-threaded here; no random starts).
 """
 
 from __future__ import annotations
@@ -61,6 +72,7 @@ ANSWER_AREA = 2 * WORK_AREA  # the answer is reduced to at most this before regi
 UNIFORM_SPREAD = 48  # a row or column whose colours span less than this (after a blur) is empty
 INK_THRESHOLD = 0.16  # of 255: farther than this from the background colour is ink
 LANDMARK_LIMIT = 1500
+RIM_DEPTH = 2.0  # working px: solid ink no deeper than this inside its edge carries the landmarks
 MIN_LANDMARKS = 100
 FAST_RECALL = 0.995  # landmark share that must be ink for the answer to be read as it is
 CLEAR_DISTANCE = 4  # working px from any ink: the reference's clear background
@@ -75,6 +87,13 @@ IDENTITY_PX = 1.5  # a transform moving no corner farther than this (answer pixe
 BACKGROUND_TOLERANCE = 6  # per channel: a background farther than this from the puzzle's is corrected
 ECC_ITERATIONS = (40, 40)  # full working size, half size
 ECC_EPS = 1e-5
+PERSPECTIVE_ITERATIONS = (30, 30)  # full working size, half size
+PERSPECTIVE_GAIN = 0.25  # share of the affine fit's decorrelation (1 - correlation) a homography must remove to replace it ...
+MIN_PERSPECTIVE_GAIN = 0.002  # ... and at least this much correlation (noise moves it less)
+MAX_PERSPECTIVE = 0.06  # of the template's larger side: a homography moving a corner farther from its affine fit is no camera's tilt
+ALIAS_PX = 3.0  # answer px: a box start farther than this from the affine fit is refitted as a second candidate
+ADDED_INK = 0.25  # answer ink over the puzzle's by this much is the answer's own drawing ...
+SLIVER = 5  # ... when wider than this (working px; a misaligned edge leaves a thinner band)
 MASK_RADIUS = 3  # working px around the reference's ink that ECC compares (an answer's own strokes farther off are ignored)
 
 
@@ -86,7 +105,7 @@ class Reference:
     height: int
     rgb: np.ndarray  # the picture at working size
     ink: np.ndarray  # float32 (h, w), 0..1
-    landmarks: np.ndarray  # (K, 2) normalised (x, y) of solid ink pixels
+    landmarks: np.ndarray  # (K, 2) normalised (x, y) of solid ink pixels at the rims of strokes and faces
     clear: np.ndarray  # (K, 2) normalised (x, y) of background pixels away from any ink
     background: np.ndarray  # RGB of the puzzle's background
 
@@ -144,7 +163,11 @@ def reference_from_image(rgb: np.ndarray) -> Reference:
     small = cv2.resize(rgb, (work_w, work_h), interpolation=cv2.INTER_AREA) if (work_w, work_h) != (width, height) else rgb
     background = _border_colour(small)
     ink = _ink(small, background)
-    ys, xs = np.nonzero(ink > 0.6)
+    # Landmarks on the rims of solid ink: a filled face's inside stays inked when the answer is
+    # a few pixels off (a tilted photo), its rim does not.
+    solid = (ink > 0.6).astype(np.uint8)
+    rim = solid.astype(bool) & (cv2.distanceTransform(solid, cv2.DIST_L2, 3) <= RIM_DEPTH)
+    ys, xs = np.nonzero(rim)
     step = max(1, math.ceil(len(xs) / LANDMARK_LIMIT))
     landmarks = np.stack([(xs[::step] + 0.5) / work_w, (ys[::step] + 0.5) / work_h], axis=1)
     away = cv2.distanceTransform((ink <= INK_THRESHOLD).astype(np.uint8), cv2.DIST_L2, 3) >= CLEAR_DISTANCE
@@ -409,12 +432,21 @@ def _starts(reference: Reference, box: tuple[float, float, float, float], margin
     return starts
 
 
+def _warped(image: np.ndarray, warp: np.ndarray, size: tuple[int, int], flags: int = cv2.INTER_LINEAR,
+            border: int = cv2.BORDER_CONSTANT, value: float = 0.0) -> np.ndarray:
+    """``image`` resampled into a ``size`` frame by ``warp`` (frame px -> image px): a 2x3 affine
+    or a 3x3 homography."""
+    if warp.shape == (3, 3):
+        return cv2.warpPerspective(image, warp, size, flags=flags | cv2.WARP_INVERSE_MAP, borderMode=border,
+                                   borderValue=value)
+    return cv2.warpAffine(image, warp, size, flags=flags | cv2.WARP_INVERSE_MAP, borderMode=border, borderValue=value)
+
+
 def _correlation(template: np.ndarray, mask: np.ndarray, answer_ink: np.ndarray, warp: np.ndarray) -> float:
     """Correlation of the template with the answer resampled by ``warp`` (template px -> answer
     px), near the reference's ink."""
     height, width = template.shape
-    pre = cv2.warpAffine(answer_ink, warp, (width, height), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-                         borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
+    pre = _warped(answer_ink, warp, (width, height))
     keep = mask > 0
     t, a = template[keep], pre[keep]
     t, a = t - t.mean(), a - a.mean()
@@ -492,19 +524,81 @@ def _from_level(warp: np.ndarray, f: int) -> np.ndarray:
     return out.astype(np.float32)
 
 
+def _refine_perspective(template: np.ndarray, mask: np.ndarray, answer_ink: np.ndarray, start: np.ndarray) -> np.ndarray | None:
+    """ECC refinement of the affine ``start`` to a homography (template px -> answer px), coarse
+    to fine as ``_refine``: the answer resampled by ``start`` differs from the template by a
+    small perspective change. None when ECC finds none."""
+    height, width = template.shape
+    pre = _warped(answer_ink, start, (width, height))
+    mask = mask * _inside(answer_ink.shape, start, (width, height))
+    warp = np.eye(3, dtype=np.float32)
+    found_any = False
+    for level in range(len(PERSPECTIVE_ITERATIONS) - 1, -1, -1):
+        f = 2**level
+        if f > 1:
+            size = (max(8, width // f), max(8, height // f))
+            t = cv2.resize(template, size, interpolation=cv2.INTER_AREA)
+            i = cv2.resize(pre, size, interpolation=cv2.INTER_AREA)
+            m = cv2.resize(mask, size, interpolation=cv2.INTER_NEAREST)
+        else:
+            t, i, m = template, pre, mask
+        criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, PERSPECTIVE_ITERATIONS[level], ECC_EPS)
+        scale = np.array([[f, 0, (f - 1) / 2], [0, f, (f - 1) / 2], [0, 0, 1]], dtype=np.float64)
+        at_level = (np.linalg.inv(scale) @ warp.astype(np.float64) @ scale).astype(np.float32)
+        try:
+            _, found = cv2.findTransformECCWithMask(t, i, m, None, at_level, cv2.MOTION_HOMOGRAPHY,  # type: ignore[call-overload]
+                                                    criteria, 3)
+        except cv2.error:
+            continue
+        warp = (scale @ found.astype(np.float64) @ np.linalg.inv(scale)).astype(np.float32)
+        found_any = True
+    if not found_any:
+        return None
+    start3 = np.vstack([start.astype(np.float64), [0.0, 0.0, 1.0]])
+    out = start3 @ warp.astype(np.float64)
+    return (out / out[2, 2]).astype(np.float32)
+
+
+def _puzzle_only(template: np.ndarray, mask: np.ndarray, answer_ink: np.ndarray, warp: np.ndarray) -> np.ndarray:
+    """``mask`` without the answer's own drawing: where the answer, resampled by ``warp``, has
+    clearly more ink than the puzzle in blobs wider than a misalignment's sliver (a filled cell, a
+    stack of cubes), and a margin round them. The puzzle's own strokes then steer a refinement."""
+    height, width = template.shape
+    added = (_warped(answer_ink, warp, (width, height)) - template > ADDED_INK).astype(np.uint8)
+    added = cv2.morphologyEx(added, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (SLIVER, SLIVER)))
+    added = cv2.dilate(added, np.ones((2 * MASK_RADIUS + 1,) * 2, np.uint8))
+    return mask * (1 - added)
+
+
+def _corner_distance(a: np.ndarray, b: np.ndarray, width: int, height: int) -> float:
+    """The farthest apart (answer px) two affine maps put the template's corners."""
+    corners = np.array([[0, 0, 1], [width, 0, 1], [0, height, 1], [width, height, 1]], dtype=np.float64)
+    return float(np.abs(corners @ (a.astype(np.float64) - b.astype(np.float64)).T).max())
+
+
+def _perspective_shift(homography: np.ndarray, affine: np.ndarray, width: int, height: int) -> float:
+    """How far (template px) the homography moves the template's corners from where the affine
+    map puts them."""
+    corners = np.array([[0, 0, 1], [width, 0, 1], [0, height, 1], [width, height, 1]], dtype=np.float64)
+    projected = corners @ homography.astype(np.float64).T
+    projected = projected[:, :2] / projected[:, 2:]
+    flat = corners @ affine.astype(np.float64).T
+    linear = affine[:, :2].astype(np.float64)
+    # Measured in the template's pixels: the answer's displacement mapped back through the affine part.
+    return float(np.abs(np.linalg.solve(linear, (projected - flat).T)).max())
+
+
 def _inside(shape: tuple[int, ...], warp: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     """uint8 mask of the template pixels that ``warp`` maps inside the answer (a pixel's margin kept)."""
     ones = np.ones(shape[:2], dtype=np.uint8)
-    inside = cv2.warpAffine(ones, warp, size, flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP,
-                            borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    inside = _warped(ones, warp, size, flags=cv2.INTER_NEAREST)
     return cv2.erode(inside, np.ones((5, 5), np.uint8), borderType=cv2.BORDER_REPLICATE)
 
 
 def _distances(reference: Reference, answer_ink: np.ndarray, warp: np.ndarray) -> np.ndarray:
     """Distance (working px, capped, sorted) from every ink pixel of the reference to the nearest
     ink of the answer resampled by ``warp``."""
-    warped = cv2.warpAffine(answer_ink, warp, (reference.width, reference.height),
-                            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderValue=0.0)
+    warped = _warped(answer_ink, warp, (reference.width, reference.height))
     # Half the ink threshold: a blurred thin stroke keeps its place but loses its peak.
     free = (warped <= INK_THRESHOLD / 2).astype(np.uint8)
     distance = cv2.distanceTransform(free, cv2.DIST_L2, 3)
@@ -577,7 +671,7 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
         return "no start to refine"
     if plain_fit is not None and best[3] > MAX_RESIDUAL:
         best = plain_fit  # nothing fits: an answer with the puzzle's proportions is read in its own frame
-    _, _, warp, residual = best
+    mean, _, warp, residual = best
     full = _answer_matrix(reference, warp, factor)
     # A picture in the puzzle's own frame needs no fit: what it lacks is for the checks to judge
     # (an erased diagram is a failed check, not a misaligned answer).
@@ -587,17 +681,31 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
         return f"residual {residual:.2f} px after the best transform"
     if clear < MIN_CLEAR:
         return f"ink over {100 * (1 - clear):.0f} % of the puzzle's empty background"
-    rotation, skew = _angles(warp)
-    if abs(rotation) > MAX_ROTATION or abs(skew) > MAX_SKEW:
-        return f"the best transform turns by {rotation:.1f} degrees and shears by {skew:.1f}"
-    stretch = float(np.hypot(*full[:, 0]) / reference.width) / float(np.hypot(*full[:, 1]) / reference.height)
-    if not 1 / MAX_STRETCH <= stretch <= MAX_STRETCH:
-        return f"the best transform stretches x against y by {stretch:.2f}"
+    implausible = _implausible(reference, warp, full)
+    if implausible:
+        return implausible
     matrix = full
     details = {"method": "registered", "residual": round(residual, 3), **_describe(matrix, width, height)}
     if framed:
         details["method"] = "identity"
         return Registration(_recoloured(rgb, background, reference.background), details)
+    tilted = _tilted(reference, template, near, answer_ink, warp, starts[0], mean)
+    if tilted is not None:
+        homography, affine, info = tilted
+        matrix = _answer_matrix(reference, affine, factor)
+        if not _implausible(reference, affine, matrix):
+            perspective = _answer_matrix(reference, homography, factor)
+            details = {"method": "registered", "residual": info.pop("residual"), **_describe(matrix, width, height),
+                       "perspective": {**info, "matrix": [[round(float(v), 6) for v in row] for row in perspective]}}
+            out_w = out_width or max(16, round(float(np.hypot(matrix[0, 0], matrix[1, 0]))))
+            out_h = max(16, round(out_w / reference.aspect))
+            # Output pixel centre -> normalised puzzle point -> continuous answer point -> answer pixel.
+            to_answer = (np.array([[1, 0, -0.5], [0, 1, -0.5], [0, 0, 1]]) @ perspective
+                         @ np.array([[1 / out_w, 0, 0.5 / out_w], [0, 1 / out_h, 0.5 / out_h], [0, 0, 1]]))
+            warped = cv2.warpPerspective(rgb, to_answer, (out_w, out_h), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                                         borderMode=cv2.BORDER_REPLICATE)
+            return Registration(_recoloured(warped, background, reference.background), details)
+        matrix = full
     scale_x = float(np.hypot(matrix[0, 0], matrix[1, 0]))
     out_w = out_width or max(16, round(scale_x))
     out_h = max(16, round(out_w / reference.aspect))
@@ -610,6 +718,77 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
     return Registration(_recoloured(warped, background, reference.background), details)
 
 
+def _implausible(reference: Reference, warp: np.ndarray, full: np.ndarray) -> str | None:
+    """Why the affine ``warp`` (``full``: its map from normalised puzzle coordinates) is no edit a
+    model makes (turned, sheared or stretched too far), or None."""
+    rotation, skew = _angles(warp)
+    if abs(rotation) > MAX_ROTATION or abs(skew) > MAX_SKEW:
+        return f"the best transform turns by {rotation:.1f} degrees and shears by {skew:.1f}"
+    stretch = float(np.hypot(*full[:, 0]) / reference.width) / float(np.hypot(*full[:, 1]) / reference.height)
+    if not 1 / MAX_STRETCH <= stretch <= MAX_STRETCH:
+        return f"the best transform stretches x against y by {stretch:.2f}"
+    return None
+
+
+def _tilted(reference: Reference, template: np.ndarray, near: np.ndarray, answer_ink: np.ndarray, warp: np.ndarray,
+            box_start: np.ndarray, mean: float) -> tuple[np.ndarray, np.ndarray, dict[str, Any]] | None:
+    """A homography (template px -> answer px), the affine fit it was refined from, and how it
+    won, for a photographed or tilted answer that the affine fit ``warp`` matches at the centre
+    and misses by a few pixels at the corners; None when no homography fits clearly better.
+
+    From ``warp`` and from the content boxes' start, the affine fit and then a homography are
+    refined near the puzzle's strokes only (``_puzzle_only``: an answer's filled cells or drawn
+    solids pull ECC off them). The best homography, compared on the pixels every candidate
+    keeps, replaces ``warp`` only if it removes ``PERSPECTIVE_GAIN`` of ``warp``'s decorrelation
+    there, fits the puzzle's ink as closely (mean distance), stays a camera's tilt away from its
+    own affine fit, and that affine fit turns and shears as little as an accepted one (the caller
+    checks its stretch). A slide along a periodic drawing keeps lines on lines but loses
+    correlation, so it does not win."""
+    fits: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    height, width = template.shape
+    for start in (warp, box_start):
+        affine = start
+        if start is box_start:
+            if _corner_distance(box_start, warp, width, height) <= ALIAS_PX:
+                continue  # the affine fit is where the boxes put it: no other basin to try
+            # Refit from the boxes near the puzzle's strokes: an answer's solids may have pulled
+            # the affine fit a period along a grid.
+            kept = _puzzle_only(template, near, answer_ink, start)
+            if not kept.any():
+                continue
+            affine = _refine(template, kept, answer_ink, start)
+        kept = _puzzle_only(template, near, answer_ink, affine)
+        homography = _refine_perspective(template, kept, answer_ink, affine) if kept.any() else None
+        if homography is not None:
+            fits.append((homography, affine, kept))
+    if not fits:
+        return None
+    common = _puzzle_only(template, near, answer_ink, warp)
+    for _, _, kept in fits:
+        common = common * kept
+    if not common.any():
+        return None
+    flat = _correlation(template, common, answer_ink, warp)
+    limit = MAX_PERSPECTIVE * max(reference.width, reference.height)
+    best: tuple[float, np.ndarray, np.ndarray, dict[str, Any]] | None = None
+    for homography, affine, _ in fits:
+        tilt = _perspective_shift(homography, affine, reference.width, reference.height)
+        rotation, skew = _angles(affine)
+        if tilt > limit or abs(rotation) > MAX_ROTATION or abs(skew) > MAX_SKEW:
+            continue
+        gain = _correlation(template, common, answer_ink, homography) - flat
+        if gain < max(PERSPECTIVE_GAIN * (1 - flat), MIN_PERSPECTIVE_GAIN):
+            continue
+        distances = _distances(reference, answer_ink, homography)
+        fitted = float(distances.mean()) if distances.size else float("inf")
+        if fitted > mean + TIE_DISTANCE or _residual(distances) > MAX_RESIDUAL:
+            continue
+        if best is None or gain > best[0]:
+            best = (gain, homography, affine, {"residual": round(_residual(distances), 3),
+                                               "corner_shift_px": round(tilt, 2), "correlation_gain": round(gain, 4)})
+    return None if best is None else best[1:]
+
+
 def _better(a: tuple[float, float, np.ndarray, float], b: tuple[float, float, np.ndarray, float]) -> bool:
     """Whether candidate ``a`` (mean distance, correlation, ...) fits better than ``b``."""
     if abs(a[0] - b[0]) > TIE_DISTANCE:
@@ -619,7 +798,14 @@ def _better(a: tuple[float, float, np.ndarray, float], b: tuple[float, float, np
 
 def _answer_matrix(reference: Reference, warp: np.ndarray, factor: float) -> np.ndarray:
     """The map from normalised puzzle coordinates to continuous answer coordinates (pixel
-    (i, j) covers i..i+1, j..j+1), from ``warp`` (working px -> reduced answer px)."""
+    (i, j) covers i..i+1, j..j+1), from ``warp`` (working px -> reduced answer px; a 3x3
+    homography gives a 3x3 map)."""
+    if warp.shape == (3, 3):
+        # Normalised -> working pixel centre -> reduced answer pixel -> continuous full answer.
+        to_working = np.array([[reference.width, 0, -0.5], [0, reference.height, -0.5], [0, 0, 1]])
+        to_full = np.array([[1 / factor, 0, 0.5 / factor], [0, 1 / factor, 0.5 / factor], [0, 0, 1]])
+        out = to_full @ warp.astype(np.float64) @ to_working
+        return out / out[2, 2]
     full = warp.astype(np.float64) / factor
     full[:, 2] += (1 / factor - 1) / 2  # pixel centres of the reduction
     matrix = full.copy()
