@@ -4,7 +4,8 @@ resolution), every learner cross-fitted on halves.
 
     python -m vrforge.bench.probes --puzzles 200 --tasks maze --levels hard expert [--no-cnn]
 
-writes bench/results/probes.json (figures, chance 0.20, gate 0.30, seconds per learner).
+writes bench/results/probes.json (figures, chance 0.20, gate 0.30, seconds per learner, and how
+many puzzles have each number of aspects in play).
 """
 
 from __future__ import annotations
@@ -28,14 +29,14 @@ SEED = 99
 LIMIT = 0.30
 
 
-def measure(job: tuple[str, str, int]) -> tuple[np.ndarray, SetInputs, int]:
+def measure(job: tuple[str, str, int]) -> tuple[np.ndarray, SetInputs, int, int]:
     task, level, index = job
     spec = get_task(task)
     puzzle = accepted_puzzle(spec, level, index, SEED)
     options = [rasterise(spec.draw(puzzle.meta, option), (WIDTH,))[WIDTH] for option in puzzle.options()]
     bare = rasterise(spec.draw(puzzle.meta, None), (WIDTH,))[WIDTH]
     basic = option_features(options, bare)
-    return basic, set_inputs(options, basic), puzzle.answer_index
+    return basic, set_inputs(options, basic), puzzle.answer_index, int(puzzle.stats.get("aspects_in_play", 0))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,10 +62,12 @@ def main(argv: list[str] | None = None) -> int:
                 figures.update(learner_figures([r[1] for r in rows], answers, cnn_epochs=None if args.no_cnn else 40))
                 seconds = time.perf_counter() - started
                 rounded = {k: round(v, 3) for k, v in figures.items()}
-                report["figures"].setdefault(task, {})[level] = {**rounded, "seconds": round(seconds, 1)}
+                aspects = {str(k): sum(1 for r in rows if r[3] == k) for k in sorted({r[3] for r in rows})}
+                report["figures"].setdefault(task, {})[level] = {**rounded, "seconds": round(seconds, 1),
+                                                                "aspects_in_play": aspects}
                 passed &= all(v <= LIMIT for v in figures.values())
                 print(f"{task:<18} {level:<7} " + " ".join(f"{k}={v:.3f}" for k, v in rounded.items())
-                      + f"  ({seconds:.1f} s)", flush=True)
+                      + f"  ({seconds:.1f} s) aspects {aspects}", flush=True)
     report["passed"] = passed
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

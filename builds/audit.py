@@ -21,8 +21,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import datasets
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 from tqdm import tqdm
@@ -70,14 +70,16 @@ def chi_square_uniform(counts: list[int]) -> tuple[float, float]:
     return statistic, math.exp(-statistic / 2) * (1 + statistic / 2)
 
 
-def manifest_file_problems(folder: Path, manifest: dict[str, Any]) -> list[str]:
-    """Every file of a release folder against the manifest: missing, unlisted, changed."""
+def manifest_file_problems(folder: Path, manifest: dict[str, Any], digests: dict[str, str] | None = None) -> list[str]:
+    """Every file of a release folder against the manifest: missing, unlisted, changed.
+    ``digests``: sha256 already taken of some files (relative path -> hex), by whoever read them."""
     listed = manifest.get("files", {})
     present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - set(BOOKKEEPING_FILES)
+    known = digests or {}
     return ([f"missing file {name}" for name in sorted(set(listed) - present)]
             + [f"file not in manifest: {name}" for name in sorted(present - set(listed))]
             + [f"sha256 mismatch: {name}" for name in sorted(set(listed) & present)
-               if sha256_file(folder / name) != listed[name]["sha256"]])
+               if (known.get(name) or sha256_file(folder / name)) != listed[name]["sha256"]])
 
 
 def card_metadata(card: str) -> dict[str, Any]:
@@ -106,7 +108,15 @@ def _audit_shard(job: list[tuple[str, bool]], learners: bool = False) -> dict[st
     the smallest resolution's file (``True``) also the options' pairwise difference and the picks."""
     failures: list[str] = []
     picks: list[tuple[str, str, np.ndarray, int, SetInputs | None]] = []
-    tables = [(pq.read_table(path), with_picks) for path, with_picks in job]
+    aspects: list[tuple[str, str, int]] = []  # (task, level, aspects in play) per puzzle that records it
+    # Each file is read once: its bytes give the sha256 the manifest is checked against, then the rows.
+    digests: dict[str, str] = {}
+    tables = []
+    for path, with_picks in job:
+        data = Path(path).read_bytes()
+        digests[path] = hashlib.sha256(data).hexdigest()
+        tables.append((pq.read_table(pa.BufferReader(data)), with_picks))
+        del data
     counts = {table.num_rows for table, _ in tables}
     if len(counts) > 1:
         failures.append(f"{', '.join(path for path, _ in job)}: resolutions hold {sorted(counts)} rows")
@@ -123,13 +133,15 @@ def _audit_shard(job: list[tuple[str, bool]], learners: bool = False) -> dict[st
         except UnknownTask:
             failures.append(f"{rid}: unknown task {first['task']!r}")
             continue
+        if first.get("aspects_in_play"):
+            aspects.append((first["task"], first["difficulty"], int(first["aspects_in_play"])))
         meta = json.loads(first["meta"])
         errors = spec.meta_errors(meta)
         if errors:
             failures.append(f"{rid}: meta does not match its schema ({errors[0]})")
         for row, with_picks in versions:
             failures += _row_failures(spec, meta, row, picks if with_picks else None, learners)
-    return {"rows": rows, "failures": failures, "picks": picks}
+    return {"rows": rows, "failures": failures, "picks": picks, "aspects": aspects, "sha256": digests}
 
 
 def _row_failures(spec: Any, meta: dict[str, Any], row: dict[str, Any],
@@ -178,8 +190,6 @@ def audit(folder: Path, workers: int = 1, progress: bool = True, probes: str = "
     problems: list[str] = []
 
     card = (folder / CARD).read_text(encoding="utf-8") if (folder / CARD).exists() else ""
-    problems += [p for p in manifest_file_problems(folder, manifest)
-                 if not (p == f"sha256 mismatch: {CARD}" and _card_differs_only_in_audit(card, manifest))]
 
     # The card: configs, data_files globs, features and split sizes against the files.
     metadata = card_metadata(card) if card else {}
@@ -206,6 +216,8 @@ def audit(folder: Path, workers: int = 1, progress: bool = True, probes: str = "
             if info and declared.get(split) != counted[config][split]:
                 problems.append(f"{config}/{split}: card declares {declared.get(split)} rows, files hold {counted[config][split]}")
             if info and files:
+                import datasets  # here, not at the top: the audit's workers never need it
+
                 stored = datasets.Features.from_arrow_schema(pq.read_schema(files[0]))
                 if stored != datasets.Features._from_yaml_list(info["features"]):
                     problems.append(f"{config}/{split}: card features differ from the parquet schema")
@@ -214,8 +226,27 @@ def audit(folder: Path, workers: int = 1, progress: bool = True, probes: str = "
             if counted.get(config, {}).get(split) != count:
                 problems.append(f"{config}/{split}: {counted.get(config, {}).get(split)} rows, manifest says {count}")
 
-    # Every row, every resolution: one job per shard, its resolutions side by side.
-    results = _map(partial(_audit_shard, learners=probes != "basic"), _shard_jobs(manifest, shard_paths), workers, progress)
+    # Every row, every resolution: one job per shard, its resolutions side by side. The jobs also
+    # hash the parquet files they read, so the manifest check reads only the other files again.
+    with _Workers(workers) as pool:
+        results = pool.map(partial(_audit_shard, learners=probes != "basic"), _shard_jobs(manifest, shard_paths), progress)
+        digests = {Path(path).relative_to(folder).as_posix(): digest for r in results for path, digest in r["sha256"].items()}
+        problems[:0] = [p for p in manifest_file_problems(folder, manifest, digests)
+                        if not (p == f"sha256 mismatch: {CARD}" and _card_differs_only_in_audit(card, manifest))]
+        report = _judge(folder, manifest, manifest_path, problems, results, probes, cnn_epochs, pool, progress)
+    if human_section:
+        report["human_performance"] = human_section
+    if report["passed"]:
+        _write_audit_into_card(folder, manifest, card, report)
+        report["manifest_sha256"] = sha256_file(manifest_path)
+    write_json_atomic(folder / AUDIT_FILE, report)
+    return report
+
+
+def _judge(folder: Path, manifest: dict[str, Any], manifest_path: Path, problems: list[str], results: list[dict[str, Any]],
+           probes: str, cnn_epochs: int, pool: _Workers, progress: bool) -> dict[str, Any]:
+    """The release-level figures (pickers, probe and learners, answer positions, difficulty
+    growth) from the shard jobs' results, and the report."""
     row_failures = [f for r in results for f in r["failures"]]
     by_task: dict[str, list[tuple[str, np.ndarray, int]]] = defaultdict(list)
     inputs: dict[str, SetInputs] = {}
@@ -240,7 +271,7 @@ def audit(folder: Path, workers: int = 1, progress: bool = True, probes: str = "
                 # "budget" trains the set CNN on each task's whole set only; "full" on every level too
                 jobs += [(task, level, [r for r in rows if level_of(r[0]) == level], learned,
                           cnn_epochs if probes == "full" else 0)]
-    for (task, level, _, _, _), figures in zip(jobs, _map(_gate_job, jobs, workers, progress, "audit gate")):
+    for (task, level, _, _, _), figures in zip(jobs, pool.map(_gate_job, jobs, progress, "audit gate")):
         if level is None:
             pickers[task] = figures
         else:
@@ -278,6 +309,7 @@ def audit(folder: Path, workers: int = 1, progress: bool = True, probes: str = "
             problems.append(f"{task}: {what} does not grow from level to level ({' < '.join(levels)})")
 
     rows_checked = sum(r["rows"] for r in results)
+    aspects = aspect_distribution([a for r in results for a in r.get("aspects", [])], recipe_tasks)
     report = {
         "passed": not problems and not row_failures,
         "manifest_sha256": sha256_file(manifest_path),
@@ -293,15 +325,28 @@ def audit(folder: Path, workers: int = 1, progress: bool = True, probes: str = "
         "picker_min_puzzles": PICKER_MIN_PUZZLES,
         "answer_positions": {"counts": counts, "chi2": round(statistic, 4), "p_value": round(p_value, 6)},
         "difficulty_stats": difficulty,
+        "aspects_in_play": aspects,
         "rejections": manifest.get("rejections", {}),
     }
-    if human_section:
-        report["human_performance"] = human_section
-    if report["passed"]:
-        _write_audit_into_card(folder, manifest, card, report)
-        report["manifest_sha256"] = sha256_file(manifest_path)
-    write_json_atomic(folder / AUDIT_FILE, report)
     return report
+
+
+def aspect_distribution(values: list[tuple[str, str, int]], recipe_tasks: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """task -> level -> {"counts": {aspects: puzzles}, "mean", "least"}: how many aspects a solver
+    must check to rule out all four distractors, over the puzzles of each level (levels in recipe order)."""
+    by_level: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+    for task, level, count in values:
+        by_level[task][level][count] += 1
+    out: dict[str, dict[str, Any]] = {}
+    for task in sorted(by_level):
+        order = recipe_tasks.get(task, {}).get("difficulties") or sorted(by_level[task], key=difficulty_rank)
+        out[task] = {}
+        for level in [lv for lv in order if lv in by_level[task]]:
+            counts = by_level[task][level]
+            total = sum(counts.values())
+            out[task][level] = {"counts": {str(k): counts[k] for k in sorted(counts)},
+                                "mean": round(sum(k * v for k, v in counts.items()) / total, 3), "least": min(counts)}
+    return out
 
 
 def _card_differs_only_in_audit(card: str, manifest: dict[str, Any]) -> bool:
@@ -383,24 +428,41 @@ def _gate(rows: list[tuple[str, np.ndarray, int]], inputs: dict[str, SetInputs] 
     return {name: round(value, 4) if value == value else None for name, value in figures.items()}
 
 
-def _map(function, items: list, workers: int, progress: bool, label: str = "audit shards") -> list[dict[str, Any]]:
-    bar = tqdm(total=len(items), desc=label, unit="job" if label != "audit shards" else "shard", disable=not progress,
-               dynamic_ncols=True)
-    results = []
-    try:
-        if workers <= 1:
-            reuse_large_buffers()
-            for item in items:
-                results.append(function(item))
-                bar.update(1)
-        else:
-            with multiprocessing.get_context("forkserver").Pool(workers, initializer=reuse_large_buffers) as pool:
-                for result in pool.imap(function, items):
+class _Workers:
+    """The audit's processes: one pool (started on first use) for the shard jobs and then the gate
+    jobs, or this process for one worker."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.pool: Any = None
+
+    def __enter__(self) -> _Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+
+    def map(self, function: Any, items: list, progress: bool, label: str = "audit shards") -> list[dict[str, Any]]:
+        bar = tqdm(total=len(items), desc=label, unit="job" if label != "audit shards" else "shard", disable=not progress,
+                   dynamic_ncols=True)
+        results = []
+        try:
+            if self.workers <= 1:
+                reuse_large_buffers()
+                for item in items:
+                    results.append(function(item))
+                    bar.update(1)
+            else:
+                if self.pool is None:
+                    self.pool = multiprocessing.get_context("forkserver").Pool(self.workers, initializer=reuse_large_buffers)
+                for result in self.pool.imap(function, items):
                     results.append(result)
                     bar.update(1)
-    finally:
-        bar.close()
-    return results
+        finally:
+            bar.close()
+        return results
 
 
 def _figure(value: float | None) -> str:
@@ -419,6 +481,10 @@ def summary(report: dict[str, Any]) -> str:
     for task, stats in report["difficulty_stats"].items():
         lines.append(f"  {task}: " + "; ".join(f"{k} {' / '.join(str(v) for v in values)}" for k, values in stats["values"].items())
                      + f" (growing: {', '.join(stats['growing']) or 'none'})")
+    for task, levels in report.get("aspects_in_play", {}).items():
+        lines.append(f"  {task}: aspects in play " + "; ".join(
+            f"{level} " + " ".join(f"{k}:{v}" for k, v in figures["counts"].items()) + f" (mean {figures['mean']})"
+            for level, figures in levels.items()))
     for task, reasons in report["rejections"].items():
         lines.append(f"  {task}: {sum(reasons.values())} rejected attempts")
     lines += [f"  problem: {p}" for p in report["problems"]]

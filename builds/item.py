@@ -98,6 +98,7 @@ def build_item(item: PlanItem, resolutions: tuple[int, ...], config_hash: str) -
             "svg_solution": svg_solution,
             "config_hash": config_hash,
             "generator_version": spec.version,
+            "aspects_in_play": int(puzzle.stats.get("aspects_in_play", 0)),
         }
         return BuiltItem(item, fields, images, dict(puzzle.stats), rejections, seconds)
     raise ItemFailed(f"{item.id}: no acceptable puzzle in {MAX_ATTEMPTS} attempts ({dict(rejections)})")

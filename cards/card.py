@@ -168,6 +168,16 @@ def audit_section(report: dict[str, Any]) -> str:
         values = " / ".join(f"{v:g}" for v in stats["values"].get(name, [])) if name else ""
         rejected = sum(report["rejections"].get(task, {}).values())
         lines.append(f"| `{task}` | {name or ''} | {' / '.join(stats.get('levels', []))} | {values} | {rejected} |")
+    aspects = report.get("aspects_in_play", {})
+    if aspects:
+        lines += ["", "Aspects in play: the fewest aspects of the answer (cells, nodes, rule entries, views, regions of a "
+                  "maze, attributes of an object) a solver must check to rule out all four distractors, as puzzles "
+                  "per count, level by level:", "", "| task | level | 1 | 2 | 3 | 4 | mean |", "|---|---|---|---|---|---|---|"]
+        for task, levels in aspects.items():
+            for level, figures in levels.items():
+                counts = figures["counts"]
+                lines.append(f"| `{task}` | {level} | " + " | ".join(str(counts.get(str(k), 0)) for k in range(1, 5))
+                             + f" | {figures['mean']:.2f} |")
     by_level = report.get("pickers_by_level", {})
     if by_level:
         level_names = list(dict.fromkeys(lv for levels in by_level.values() for lv in levels))

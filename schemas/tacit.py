@@ -9,7 +9,7 @@ import datasets
 ROW_FIELDS = (
     "id", "task", "domain", "difficulty", "index", "seed", "puzzle", "solution", "distractors",
     "distractor_violations", "answer_index", "meta", "svg_puzzle", "svg_solution", "config_hash",
-    "generator_version",
+    "generator_version", "aspects_in_play",
 )
 
 
@@ -33,5 +33,8 @@ def tacit_features() -> datasets.Features:
             "svg_solution": datasets.Value("string"),
             "config_hash": datasets.Value("string"),
             "generator_version": datasets.Value("string"),
+            # the fewest aspects of the answer (cells, nodes, views, regions...) a solver must
+            # check to rule out all four distractors (0: the task does not say)
+            "aspects_in_play": datasets.Value("int8"),
         }
     )

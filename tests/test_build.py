@@ -131,6 +131,12 @@ def test_audit_passes_a_fresh_build_and_records_every_figure(built, tmp_path):
     assert set(report["pickers"]["maze"]) == {*PICKERS, PROBE}
     assert all(0.0 <= value <= 1.0 for value in report["pickers"]["maze"].values())
     assert sum(report["answer_positions"]["counts"]) == 9
+    # every puzzle's aspects in play, counted per level from the rows
+    aspects = report["aspects_in_play"]["maze"]
+    assert list(aspects) == ["easy", "medium", "hard"]
+    assert all(sum(level["counts"].values()) == 3 and level["least"] >= 1 for level in aspects.values())
+    rows = datasets.load_dataset(str(copy), "maze", split="hard")
+    assert sorted(rows["aspects_in_play"]) == sorted(int(k) for k, v in aspects["hard"]["counts"].items() for _ in range(v))
     assert json.loads((copy / "audit.json").read_text())["manifest_sha256"] == sha256_file(copy / "manifest.json")
 
 
@@ -173,6 +179,8 @@ def test_a_passed_audit_writes_its_figures_into_the_card(built, tmp_path):
     accuracy = report["pickers"]["maze"]
     assert f"| `maze` | {accuracy['medoid']:.3f} | {accuracy['closest_to_mean']:.3f} | {accuracy['odd_one_out']:.3f} |" in card
     assert f"{report['rows_checked']:,} rows, 0 failures" in card and "| `maze` | route_length |" in card
+    hard = report["aspects_in_play"]["maze"]["hard"]
+    assert "Aspects in play" in card and f"| `maze` | hard | {hard['counts'].get('1', 0)} |" in card
     manifest = json.loads((copy / "manifest.json").read_text())
     assert manifest["files"]["README.md"]["sha256"] == sha256_file(copy / "README.md")
     assert plan_upload(copy, "org/tacit").tag == "v0.0.1"  # audited and unmodified: publishable

@@ -7,6 +7,7 @@ import hashlib
 import io
 import itertools
 import json
+from collections import Counter
 
 import networkx as nx
 import numpy as np
@@ -229,20 +230,18 @@ def test_variants_fail_exactly_their_check_and_recolouring_reverses():
                         assert state in {v for _, v in variants(variant)}
 
 
-def test_options_form_a_star_of_single_recolourings():
-    """Every distractor is one node away from the solution (the solution is the centre), or
-    the centre is a distractor one node away from the solution and from every other option."""
-    centred = 0
+def test_options_form_a_code_that_needs_two_nodes_checked():
+    """The five options differ on a few nodes, and at each of them no option stands alone (the
+    colours there split the options two and three): whichever option is the solution, ruling out
+    the other four takes checking at least two nodes, as the puzzle's statistic records."""
     for seed in range(30):
         p = make("medium", seed)
-        solution = labels_of(p.meta, p.solution)
-        states = [labels_of(p.meta, d) for d in p.distractors]
-        if all(one_apart(solution, s) for s in states):
-            centred += 1
-            continue
-        centres = [c for c in states if one_apart(solution, c) and all(one_apart(c, s) for s in states if s != c)]
-        assert centres, seed
-    assert 1 <= centred <= 15  # the solution is the centre about one time in five
+        options = [labels_of(p.meta, o) for o in p.options()]
+        disputed = [node for node in range(len(options[0])) if len({o[node] for o in options}) > 1]
+        assert 2 <= len(disputed) <= 6, seed
+        for node in disputed:
+            assert min(Counter(o[node] for o in options).values()) >= 2, (seed, node)
+        assert p.stats["aspects_in_play"] >= 2
 
 
 def test_off_palette_grey_adds_no_colour_to_the_picture(puzzle):
@@ -254,9 +253,9 @@ def test_off_palette_grey_adds_no_colour_to_the_picture(puzzle):
 
 
 SNAPSHOTS = {
-    "easy": "ee2222a90250aea8330c0e74f071a29c1370120ef997f4d53e6aa911eb75e25d",
-    "medium": "9fbe5c746906676e7baf851fc329ec36977522b070c2347c6e60894705fde47a",
-    "hard": "1621f19bc8cb1ec62f6e4151e71fafe88145b0813fb86b9101b2a0777f078a0a",
+    "easy": "1c43907e4dc472fddd4fb7b9e673edf6c7e6a04c4c213401d43d9448d5bf3748",
+    "medium": "e9956f95338973f54cb4fe10cdd5e8da590a61c79e61ac6111cbca8509a35f81",
+    "hard": "a7cd93e10f1d91294fc45b55ef0306b0969e96f8b4f729e18d516dc24e34bbd6",
 }
 
 

@@ -156,7 +156,7 @@ def test_near_misses_fail_exactly_their_view_are_balanced_and_reversible(puzzle)
         for name, other in found:
             checks, _ = verifier.judge(puzzle.meta, voxels.render(other)[0])
             assert [k for k, ok in checks.items() if not ok] == [name] and voxels.is_connected(other)
-            assert _one_edit_apart(answer, other) and answer in generator._edits(other)  # the reverse edit
+            assert _one_edit_apart(answer, other) and answer in _voxels.solid_edits(other)  # the reverse edit
             inks.append(float((base - near.stand_in(other)).sum()))
         # As many edits add ink as remove it, so the solution (one edit back) is no extreme.
         assert sum(i > 0 for i in inks) == sum(i < 0 for i in inks)

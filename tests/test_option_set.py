@@ -89,3 +89,83 @@ def test_the_solution_stays_the_centre_when_no_distractor_has_enough_variants():
         assert set(chosen) <= first
     with pytest.raises(ValueError, match="distinct variants"):
         _option_set.choose_star(solution, lambda state: flips(state)[:1], grey, item_rng(0))
+
+
+def singles(state: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
+    """A symmetric toy task whose edits compose: every single-cell flip of any answer."""
+    return [(("odd", "even")[i % 2], tuple(1 - v if j == i else v for j, v in enumerate(state))) for i in range(CELLS)]
+
+
+def test_aspects_in_play_is_the_fewest_checks_that_rule_out_every_distractor():
+    solution = (b"a", b"b", b"c", b"d")
+
+    def answers(*changed: set[int]) -> list[tuple[bytes, ...]]:
+        return [tuple(b"x" if i in where else v for i, v in enumerate(solution)) for where in changed]
+
+    assert _option_set.aspects_in_play(solution, answers({0}, {0, 1}, {0, 2}, {0, 3})) == 1  # all wrong in aspect 0
+    assert _option_set.aspects_in_play(solution, answers({0}, {1}, {0, 2}, {1, 2})) == 2
+    assert _option_set.aspects_in_play(solution, answers({0}, {1}, {2}, {0, 1, 2})) == 3
+    assert _option_set.aspects_in_play(solution, answers({0}, {1}, {2}, {3})) == 4
+    assert _option_set.aspects_in_play(solution, answers({0}, {0}, set(), {0})) == 2  # one unlike in no aspect: a check of its own
+    grouped = _option_set.aspects_of(lambda state: np.asarray(state, dtype=np.float64), [0, 0, 1, 1])
+    assert grouped((1, 2, 3, 4)) != grouped((1, 9, 3, 4)) and grouped((1, 2, 3, 4))[1] == grouped((7, 7, 3, 4))[1]
+    assert len(grouped((1, 2, 3, 4))) == 2
+
+
+def test_every_code_needs_two_checks_from_each_member_and_three_from_at_most_one():
+    """Why the chooser cannot promise three checks: over binary aspects, at most one member of a
+    set of five needs three (the one most like the others), so a set that needed three from the
+    solution's side would mark it."""
+    assert _option_set.CODES
+    for code in _option_set.CODES:
+        assert min(_option_set.hitting_numbers(code)) >= 2, code
+    from itertools import combinations
+
+    for others in combinations(range(1, 16), 4):
+        assert sum(h >= 3 for h in _option_set.hitting_numbers((0, *others))) <= 1, others
+
+
+def test_choose_set_needs_two_checks_on_every_set_and_the_probe_stays_near_chance():
+    aspects = _option_set.aspects_of(grey)
+    features, answers, counts = [], [], []
+    for seed in range(200):
+        rng = item_rng(seed)
+        solution = toy_solution(2000 + seed)
+        chosen = _option_set.choose_set(solution, singles, grey, rng)
+        states = [state for _, state in chosen]
+        assert len(set(states)) == 4 and solution not in states
+        counts.append(_option_set.aspects_in_play(aspects(solution), [aspects(s) for s in states]))
+        options = [grey(solution), *(grey(s) for s in states)]
+        answer = int(rng.integers(5))
+        options.insert(answer, options.pop(0))
+        pictures = [np.repeat(np.repeat(o.reshape(6, 8), 8, 0), 8, 1).astype(np.uint8)[..., None].repeat(3, 2)
+                    for o in options]
+        features.append(option_features(pictures))
+        answers.append(answer)
+    assert min(counts) >= 2 and 3 in counts
+    fair = gate_figures(np.stack(features), answers, with_puzzle=False)
+    assert all(value <= 0.28 for value in fair.values()), fair
+    assert _option_set.choose_set(toy_solution(5), singles, grey, item_rng(3)) == \
+        _option_set.choose_set(toy_solution(5), singles, grey, item_rng(3))
+
+
+def test_choose_set_falls_back_to_the_star_where_edits_do_not_compose():
+    """Where the near misses of a wrong answer only move its wrong cell (each distractor keeps to
+    its own check), no answer carries two edits of the solution: the set is then a star."""
+    solution = toy_solution(9)
+
+    def moves(state: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
+        if state == solution:
+            return singles(state)
+        out = []
+        for w in (i for i, (a, b) in enumerate(zip(state, solution)) if a != b):
+            for to in (w - 1, w + 1):
+                if 0 <= to < CELLS and state[to] == solution[to]:
+                    out.append(("odd", tuple(1 - v if i in (w, to) else v for i, v in enumerate(state))))
+        return out
+
+    first = {state for _, state in singles(solution)}
+    for seed in range(10):
+        chosen = [state for _, state in _option_set.choose_set(solution, moves, grey, item_rng(seed))]
+        assert len(set(chosen)) == 4 and solution not in chosen
+        assert all(state in first or any(state in {s for _, s in moves(d)} for d in first) for state in chosen)

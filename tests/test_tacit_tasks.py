@@ -82,6 +82,18 @@ def test_context_blind_pickers_stay_near_chance(task):
     assert all(figures[name] <= PICKER_LIMIT for name in PICKERS), figures
 
 
+# The tasks whose near misses compose into codes (``_option_set.choose_set``): on hard every set needs two checks.
+COMPOSING = ("ca_forward", "ca_inverse", "graph_coloring", "graph_isomorphism")
+
+
+@pytest.mark.parametrize("task", BUILT_IN)
+def test_every_puzzle_records_the_aspects_a_solver_must_check(task):
+    counts = [accepted_puzzle(task, "hard", i).stats["aspects_in_play"] for i in range(4)]
+    assert all(1 <= count <= 4 and count == int(count) for count in counts), counts
+    if task in COMPOSING:
+        assert min(counts) >= 2, counts
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS)
 def test_context_blind_pickers_and_probe_on_200_puzzles_per_difficulty(task):

@@ -228,9 +228,9 @@ def test_knot_floer_homology_stays_fast_at_the_crossing_cap():
 # drawing or encoding changes these. Generator 1.2.0: the legend above the grid, strands at
 # least 12 units apart in the layout and crossing gaps at least 3.6 units.
 SNAPSHOTS = {
-    "easy": "b9f689f5a6520c207506010d9d6bd75c79476615b7cb5f5f56c832d65cb9aa20",
-    "medium": "f7607d9d64a33d97b38235084a4b8f6a855549d523fde9dcbafce0969ff368b4",
-    "hard": "104dc0b0e7e0009122b9a0ab289d418f4d4f84df28b842e041697826dedb0edd",
+    "easy": "d867b1a841af3c213cf0be7eaf35aa84da1f7b1929bd2619b4238d3e7555691f",
+    "medium": "9924b5912aa632234d3d7c4418c7a6c43fd613c2f41f5776d9da062922833acb",
+    "hard": "0716856ae246308fa18b909db01844e7e70ae742cee4f8a0e75087eda8d004da",
 }
 
 

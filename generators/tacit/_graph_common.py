@@ -406,6 +406,15 @@ def rare_faults(labels: Sequence[int], judge: Judge, rng: np.random.Generator, v
     return found
 
 
+def _labels_vector(state: Sequence[int]) -> np.ndarray:
+    return np.asarray(state, dtype=np.float64)
+
+
+def nodes_in_play(labels: Sequence[int], chosen: Sequence[tuple[str, Sequence[int]]]) -> float:
+    """The nodes a solver must check to rule out every distractor (``_option_set.aspects_in_play``)."""
+    return _option_set.set_aspects(labels, chosen, _option_set.aspects_of(_labels_vector))
+
+
 def star_distractors(labels: Sequence[int], variants: Callable[[Labels], Sequence[tuple[str, Labels]]],
                      rng: np.random.Generator) -> list[tuple[str, list[int]]]:
     """Four (violation, labels) distractors from the shared star policy (``_option_set.choose_star``).
@@ -413,7 +422,7 @@ def star_distractors(labels: Sequence[int], variants: Callable[[Labels], Sequenc
     Labels stand in for the pictures: each label has its own fill, so two answers are drawn
     alike exactly when their labels are equal."""
     try:
-        chosen = _option_set.choose_star(tuple(labels), variants, lambda state: np.asarray(state, dtype=np.float64), rng)
+        chosen = _option_set.choose_set(tuple(labels), variants, _labels_vector, rng)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
     return [(kind, list(state)) for kind, state in chosen]

@@ -15,11 +15,17 @@ the answer and its distractors share edits). Each task supplies only its near mi
 answer (``variants``: each one edit away, failing exactly the check it names, and symmetric,
 so that undoing an edit looks like making one) and a key that tells drawn answers apart
 (``stand_in``). The options around the centre are drawn at random, never by their pictures.
+
+A star's distractors all carry its centre's edit, so one check (of that aspect) rules them all
+out. ``choose_set`` asks more: a code over three edits in which no option is alone in any
+aspect, so that a solver must check at least two aspects (``aspects_in_play``) whichever option
+is the solution; it falls back to the star where a task's edits do not compose.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import TypeVar
 
 import numpy as np
@@ -114,3 +120,245 @@ def _pick_like(found: Sequence[tuple[str, State]], template: Sequence[str] | Non
     rest = [i for i in order if i not in picked]
     picked += [rest[i] for i in _pick_leaves([kinds[i] for i in rest], count - len(picked), rng)]
     return picked
+
+
+# ---------------------------------------------------------------- aspects in play
+
+Aspects = tuple[bytes, ...]
+# (solution, answer, edited) -> answer with the edit that made edited from the solution, and the one check it fails
+Combine = Callable[[State, State, State], "tuple[str, State] | None"]
+
+
+def aspects_of(stand_in: Callable[[State], np.ndarray], groups: Sequence[int] | np.ndarray | None = None
+               ) -> Callable[[State], Aspects]:
+    """The aspects of an answer that a solver checks, from its stand-in: coordinate i of the
+    stand-in belongs to aspect ``groups[i]`` (None: every coordinate is an aspect of its own,
+    such as a cell, a node or a rule entry); two answers agree on an aspect when all its
+    coordinates are equal."""
+    order: np.ndarray | None = None
+    bounds: list[int] = []
+    if groups is not None:
+        labels = np.asarray(groups)
+        order = np.argsort(labels, kind="stable")
+        bounds = np.flatnonzero(np.diff(labels[order])).tolist()
+
+    def aspects(state: State) -> Aspects:
+        vector = np.asarray(stand_in(state), dtype=np.float64).ravel()
+        if order is None:
+            return tuple(v.tobytes() for v in vector)
+        return tuple(part.tobytes() for part in np.split(vector[order], [b + 1 for b in bounds]))
+
+    return aspects
+
+
+def differing(solution: Aspects, answer: Aspects) -> frozenset[int]:
+    """The aspects where ``answer`` differs from ``solution``."""
+    return frozenset(i for i, (a, b) in enumerate(zip(solution, answer)) if a != b)
+
+
+def aspects_in_play(solution: Aspects, distractors: Sequence[Aspects]) -> int:
+    """The fewest aspects a solver must check to rule out every distractor: the smallest set of
+    aspects that holds, for every distractor, one where it differs from the solution (a
+    minimum hitting set, found as the fewest groups of distractors that share a differing
+    aspect). A distractor that differs in no listed aspect needs a check of its own."""
+    diffs = [differing(solution, d) for d in distractors]
+    blind = sum(1 for d in diffs if not d)
+    rest = [d for d in diffs if d]
+
+    def fewest(remaining: list[frozenset[int]]) -> int:
+        if not remaining:
+            return 0
+        first, others = remaining[0], remaining[1:]
+        best = len(remaining)
+        # The group of the first distractor: every subset of the others that shares an aspect with it.
+        for mask in range(1 << len(others)):
+            members = [others[i] for i in range(len(others)) if mask >> i & 1]
+            shared = first.intersection(*members) if members else first
+            if shared:
+                left = [others[i] for i in range(len(others)) if not mask >> i & 1]
+                best = min(best, 1 + fewest(left))
+        return best
+
+    return blind + fewest(rest)
+
+
+def hitting_numbers(rows: Sequence[int]) -> list[int]:
+    """For a set of answers written as bit masks over binary aspects, the aspects in play as
+    seen from each member (how many checks would rule out the others were it the solution)."""
+    width = 0
+    for r in rows:
+        width = max(width, int(r).bit_length())
+    vectors = [tuple(bytes([r >> c & 1]) for c in range(width)) for r in rows]
+    return [aspects_in_play(v, [w for w in vectors if w is not v]) for v in vectors]
+
+
+def _codes(columns: int = 3) -> list[tuple[int, ...]]:
+    """Every set of five answers over ``columns`` binary aspects (bit masks, one of them 0) that
+    needs at least two checks from every member's side: each aspect splits the five 2 + 3, so no
+    member is alone in any aspect. From the solution's side such a set needs two or three checks,
+    whichever member it is, so the set may be translated onto any member without marking it.
+    (Three checks from every side cannot be had: at most one member of five needs three.)"""
+    from itertools import combinations
+
+    found: list[tuple[int, ...]] = []
+    for others in combinations(range(1, 1 << columns), 4):
+        rows = (0, *others)
+        if min(hitting_numbers(rows)) >= 2 and all(any(r >> c & 1 for r in rows) for c in range(columns)):
+            found.append(rows)
+    return found
+
+
+CODES = _codes()
+CODE_TRIES = 6  # edit triples tried before the set falls back to a star
+
+
+def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, State]]],
+               stand_in: Callable[[State], np.ndarray], rng: np.random.Generator, *,
+               groups: Sequence[int] | np.ndarray | None = None, aspects: Callable[[State], Aspects] | None = None,
+               combine: Combine | None = None, signed: bool = False, count: int = 4) -> list[tuple[str, State]]:
+    """Four (violation, answer) distractors among which a solver must check at least two aspects
+    (``aspects``, by default ``aspects_of(stand_in, groups)``), the solution a random member of its
+    set's structure.
+
+    The set is a code over three edits of the solution, each in aspects of its own: five
+    answers, as sets of the edits they carry, such that each edit is carried by two or three of
+    them (``CODES``). No member is then alone in an aspect, so ruling out the other four takes
+    two checks whichever member is the solution; and the code is translated onto a random
+    member (the solution carries none of the edits, the others the edits where they differ
+    from that member), so the structure says nothing of which one it is. An answer that
+    carries two or three edits is reached by the task's own ``variants`` (one edit at a time,
+    each near miss failing exactly the check it names), so every distractor still fails
+    exactly one check. A task whose near misses of a near miss seldom repeat an edit of the
+    solution supplies ``combine(solution, answer, edited)``: ``answer`` with the edit that made
+    ``edited`` from the solution, and the one check it fails (None unless exactly one), tried
+    first. ``signed``: the three edits add or remove ink (the sum of their stand-in's change) as a
+    fair coin says, each on its own: where the edits that compose are mostly of one sign (a task
+    whose violations each add or each remove ink), three of one sign would leave the solution
+    with the least or the most ink of its set. Where the edits cannot compose (every composite breaks a second check) the set falls
+    back to ``choose_star``."""
+    if count != 4:
+        return choose_star(solution, variants, stand_in, rng, count=count)
+    aspects = aspects or aspects_of(stand_in, groups)
+    variants = _kept(variants, stand_in)
+    base = np.asarray(stand_in(solution), dtype=np.float64)
+    base_aspects = aspects(solution)
+    first, vectors = _distinct(variants(solution), stand_in, [base])
+    touched = [differing(base_aspects, aspects(state)) for _, state in first]
+    inks = [float(np.sign((vector - base).sum())) for vector in vectors]
+    joiner = None if combine is None else partial(combine, solution)
+    for attempt in range(CODE_TRIES):
+        # Edits of different violations compose where a task judges each aspect apart; where two
+        # violations together break two checks, only edits of one violation compose: both are tried.
+        wanted = rng.choice((-1.0, 1.0), 3).tolist() if signed else None
+        edits = _disjoint_edits([kind for kind, _ in first], touched, rng, same_kind=attempt % 2 == 1,
+                                signs=(inks, wanted) if wanted is not None else None)
+        if edits is None:
+            continue
+        # Every answer that carries some of the three edits, before the code and the solution's
+        # member in it are drawn: were only the code's own answers made, a failure would turn
+        # down the members that need more edits composed, and the sets kept would favour the
+        # others (the centre among them), marking the solution.
+        made = _compose(range(1, 8), [first[i] for i in edits], [touched[i] for i in edits], variants, aspects, joiner)
+        if made is None:
+            continue
+        keys = {np.asarray(stand_in(state), dtype=np.float64).tobytes() for _, state in made}
+        if len(keys) < 7 or base.tobytes() in keys:
+            continue
+        code = CODES[int(rng.integers(len(CODES)))]
+        member = code[int(rng.integers(len(code)))]
+        chosen = [made[(row ^ member) - 1] for row in code if row != member]
+        return [chosen[i] for i in rng.permutation(count).tolist()]
+    return choose_star(solution, variants, stand_in, rng, count=count)
+
+
+def _kept(variants: Callable[[State], Sequence[tuple[str, State]]], stand_in: Callable[[State], np.ndarray]
+          ) -> Callable[[State], Sequence[tuple[str, State]]]:
+    """``variants`` asked once per answer (by its stand-in): composing edits asks again and again."""
+    found: dict[bytes, Sequence[tuple[str, State]]] = {}
+
+    def kept(state: State) -> Sequence[tuple[str, State]]:
+        key = np.asarray(stand_in(state), dtype=np.float64).tobytes()
+        if key not in found:
+            found[key] = variants(state)
+        return found[key]
+
+    return kept
+
+
+def _disjoint_edits(kinds: Sequence[str], touched: Sequence[frozenset[int]], rng: np.random.Generator,
+                    size: int = 3, same_kind: bool = False,
+                    signs: tuple[Sequence[float], Sequence[float]] | None = None) -> list[int] | None:
+    """``size`` variants of the solution that change disjoint aspects, drawn at random, different
+    violations first, or (``same_kind``) all of the first drawn violation that has enough (a rule
+    on the kinds and aspects alone, never the pictures); with ``signs`` (each variant's ink sign,
+    and the signs wanted in turn) the k-th edit picked has the k-th sign wanted (or leaves the ink)."""
+    order = [i for i in rng.permutation(len(kinds)).tolist() if touched[i]]
+
+    def fits(i: int, picked: list[int]) -> bool:
+        if signs is None:
+            return True
+        sign = signs[0][i]
+        return sign == 0 or sign == signs[1][len(picked)]
+
+    if same_kind:
+        for kind in dict.fromkeys(kinds[i] for i in order):
+            alike: list[int] = []
+            for i in order:
+                if kinds[i] == kind and len(alike) < size and fits(i, alike) and \
+                        all(not touched[i] & touched[j] for j in alike):
+                    alike.append(i)
+            if len(alike) == size:
+                return alike
+        return None
+    for distinct_kinds in (True, False):
+        picked: list[int] = []
+        for i in order:
+            if len(picked) == size:
+                break
+            if distinct_kinds and any(kinds[i] == kinds[j] for j in picked):
+                continue
+            if fits(i, picked) and all(not touched[i] & touched[j] for j in picked):
+                picked.append(i)
+        if len(picked) == size:
+            return picked
+    return None
+
+
+def _compose(masks: Iterable[int], edits: Sequence[tuple[str, State]], touched: Sequence[frozenset[int]],
+             variants: Callable[[State], Sequence[tuple[str, State]]], aspects: Callable[[State], Aspects],
+             combine: Callable[[State, State], tuple[str, State] | None] | None = None) -> list[tuple[str, State]] | None:
+    """The answers that carry the edits named by each mask (bit i: ``edits[i]``, which changes the
+    aspects ``touched[i]``), each reached one edit at a time through ``variants`` from an answer
+    that carries one edit fewer: the near miss whose aspects are those of the answer below with
+    the edit's own; None when the task's variants do not make that edit there. (A near miss that
+    changed the same aspects otherwise would leave its answer alone in them, and so mark it as
+    no solution.)"""
+    made: dict[int, tuple[str, State]] = {1 << i: edit for i, edit in enumerate(edits)}
+    wanted = [aspects(state) for _, state in edits]
+
+    def reach(mask: int) -> tuple[str, State] | None:
+        if mask in made:
+            return made[mask]
+        for bit in [b for b in range(len(edits)) if mask >> b & 1]:
+            below = reach(mask & ~(1 << bit))
+            if below is None:
+                continue
+            under = aspects(below[1])
+            target = tuple(wanted[bit][i] if i in touched[bit] else v for i, v in enumerate(under))
+            joined = None if combine is None else combine(below[1], edits[bit][1])
+            if joined is not None and aspects(joined[1]) == target:
+                made[mask] = joined
+                return joined
+            for kind, state in variants(below[1]):
+                if aspects(state) == target:
+                    made[mask] = (kind, state)
+                    return made[mask]
+        return None
+
+    out = [reach(mask) for mask in masks]
+    return None if any(o is None for o in out) else [o for o in out if o is not None]
+
+
+def set_aspects(solution: State, chosen: Sequence[tuple[str, State]], aspects: Callable[[State], Aspects]) -> float:
+    """The aspects in play on a chosen set (``aspects_in_play``), as a puzzle statistic."""
+    return float(aspects_in_play(aspects(solution), [aspects(state) for _, state in chosen]))

@@ -216,6 +216,18 @@ def drawable_solid(config: VoxelConfig, rng: np.random.Generator) -> list[list[i
 # ---------------------------------------------------------------- near misses
 
 
+def solid_edits(heights: Sequence[Sequence[int]]) -> np.ndarray:
+    """(K, n, n) every solid one edit from ``heights``: a cube added to or taken from the top
+    of a column, or the top cube of a column moved onto another. Each edit's reverse is an edit."""
+    flat = np.asarray(heights, dtype=np.int64).ravel()
+    n = len(heights)
+    unit = np.eye(n * n, dtype=np.int64)
+    source, target = np.nonzero(~np.eye(n * n, dtype=bool))
+    out = np.concatenate([flat + unit, flat - unit, flat - unit[source] + unit[target]])
+    return out[((out >= 0) & (out <= n)).all(axis=1)].reshape(-1, n, n)
+
+
+
 def balanced_edits(inks: Sequence[float], rng: np.random.Generator, accept: Callable[[int], bool],
                    limit: int) -> list[int]:
     """Indices of at most ``limit`` edits (``inks[i]``: the ink edit ``i`` adds, negative when

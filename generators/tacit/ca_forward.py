@@ -37,7 +37,7 @@ from vrforge.verifiers._ca_common import BOUNDARIES, NEIGHBOURHOODS, decode, enc
 
 # 1.3.0: the corner glyph fills the counted positions with the states that count (not grey),
 # and a fixed boundary's start grid gets a ring of faded empty cells (what lies beyond the wall).
-VERSION = "1.3.0"
+VERSION = "1.4.0"
 TABLE_CELL = 34
 TRIES = 30  # rule/grid draws per attempt before the attempt is rejected
 RULE_EDITS = 4  # rule-entry misreadings among an answer's near misses
@@ -108,7 +108,7 @@ def generate(config: CaForwardConfig, rng: np.random.Generator) -> Puzzle:
         meta = _meta(config, start, rule, boundary, steps)
         answers = Answers(meta, rng)
         try:
-            chosen = _option_set.choose_star(answers.solution, answers.variants, answers.stand_in, rng)
+            chosen = _option_set.choose_set(answers.solution, answers.variants, answers.stand_in, rng, aspects=settings)
         except ValueError:
             continue
         break
@@ -121,6 +121,8 @@ def generate(config: CaForwardConfig, rng: np.random.Generator) -> Puzzle:
         "steps": float(steps),
         "rule_entries": float(rule.size),
         "changed_cells": float((end != start).sum()),
+        # the settings (steps, boundary, rule entries) a solver must check to rule out every distractor
+        "aspects_in_play": _option_set.set_aspects(answers.solution, chosen, settings),
     }
     return common.assemble(meta, end, [(name, answers.grid(state)) for name, state in chosen], stats, rng)
 
@@ -132,6 +134,12 @@ class Answer:
     steps: int
     boundary: str
     rule: tuple[tuple[int, ...], ...]
+
+
+def settings(state: Answer) -> tuple[bytes, ...]:
+    """An answer's aspects: the settings of the simulation a solver must read right (the number
+    of steps, the boundary and each rule entry)."""
+    return (str(state.steps).encode(), state.boundary.encode(), *(bytes([v]) for row in state.rule for v in row))
 
 
 class Answers:

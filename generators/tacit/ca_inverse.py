@@ -58,7 +58,7 @@ from vrforge.verifiers._ca_common import (
 
 # 1.3.0: the corner glyph fills the counted positions with the states that count (not grey), a
 # fixed boundary's start grid gets a ring of faded empty cells; several steps (``steps``).
-VERSION = "1.3.0"
+VERSION = "1.4.0"
 TABLE_CELL = 34
 TRIES = 30  # rule/grid draws per attempt before the attempt is rejected
 GRID_DRAWS = 6  # random start grids tried per rule, the one showing most pairs kept
@@ -164,6 +164,7 @@ def generate(config: CaInverseConfig, rng: np.random.Generator) -> Puzzle:
         "rule_entries": float(rule.size),
         "unknown_entries": float(len(pairs)),
         "cell_updates": float(config.size**2),  # cells x steps: what checking one candidate table takes
+        "aspects_in_play": entries_in_play(rule, chosen),
     }
     return common.assemble(meta, rule, chosen, stats, rng)
 
@@ -209,6 +210,7 @@ def _generate_steps(config: CaInverseConfig, rng: np.random.Generator) -> Puzzle
         "unknown_entries": float(unknown),
         "steps": float(config.steps),
         "cell_updates": float(config.size**2 * config.steps),
+        "aspects_in_play": entries_in_play(rule, chosen),
     }
     return common.assemble(meta, rule, chosen, stats, rng)
 
@@ -229,11 +231,16 @@ def near_misses(meta: dict, solution: np.ndarray, table: np.ndarray) -> list[tup
     return out
 
 
+def entries_in_play(rule: np.ndarray, chosen: list[tuple[str, np.ndarray]]) -> float:
+    """The rule entries a solver must check to rule out every distractor table."""
+    return _option_set.set_aspects(rule, chosen, _option_set.aspects_of(lambda table: np.asarray(table).ravel()))
+
+
 def _distractors(meta: dict, rule: np.ndarray, rng: np.random.Generator) -> list[tuple[str, np.ndarray]] | None:
     """Four (violation, table) distractors, a star of one-entry edits; None if impossible."""
     grey = common.luminance(meta["palette"]["states"])
     try:
-        return list(_option_set.choose_star(rule, partial(near_misses, meta, rule), lambda table: grey[table].ravel(), rng))
+        return list(_option_set.choose_set(rule, partial(near_misses, meta, rule), lambda table: grey[table].ravel(), rng))
     except ValueError:
         return None
 

@@ -39,7 +39,7 @@ from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import graph_coloring as verifier
 
-VERSION = "1.3.0"
+VERSION = "1.4.0"
 WIDTH = 400.0
 GRAPH_BOX = (34.0, 34.0, 366.0, 366.0)
 SWATCH_SIZE = 36.0
@@ -188,6 +188,7 @@ def generate(config: ColoringConfig, rng: np.random.Generator) -> Puzzle:
         "colours": float(k),
         "chromatic_number": float(k),
         "mean_degree": 2.0 * len(edges) / n,
+        "aspects_in_play": gc.nodes_in_play(labels, chosen),
     }
     return Puzzle(
         meta=meta,

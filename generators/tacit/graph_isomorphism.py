@@ -56,7 +56,7 @@ from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import graph_isomorphism as verifier
 
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 PANEL = 340.0
 MARGIN = 20.0
 GAP = 40.0
@@ -267,6 +267,7 @@ def generate(config: IsomorphismConfig, rng: np.random.Generator) -> Puzzle:
         "refinement_classes": float(refinement_classes(n, edges_a)),
         "crossings_a": float(gc.crossings(pos_a, edges_a)),
         "crossings_b": float(gc.crossings(pos_b, edges_b)),
+        "aspects_in_play": gc.nodes_in_play(labels, chosen),
     }
     return Puzzle(
         meta=meta,

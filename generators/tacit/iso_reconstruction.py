@@ -40,7 +40,7 @@ from vrforge.verifiers import iso_reconstruction as verifier
 from vrforge.verifiers.sampling import hex_luminance
 from vrforge.verifiers.voxels import EMPTY, VIEWS, is_connected, lattice, projections, render
 
-VERSION = "1.3.0"
+VERSION = "1.3.1"
 VARIANTS = 10  # near misses kept per answer: enough for a star, few enough to judge quickly
 STRICT_SSIM = 0.99999  # verify --strict: only a pixel-faithful drawing of the reference solid passes
 SSIM_MAX_WIDTH = 512  # larger answers are compared after the same box reduction of both images
@@ -75,17 +75,6 @@ Heights = list[list[int]]
 CENTRE_LEAVES = 3  # near misses a distractor needs to be the centre of a set (``choose_star``)
 MENDING_SHARE = 0.3  # distractors whose near misses may mend their view and break another
 SURELY_ENOUGH = 16  # a solid with this many one-edit solids failing one view has enough near misses
-
-
-def _edits(heights: Heights) -> np.ndarray:
-    """(K, n, n) every solid one edit from ``heights``: a cube added to or taken from the top
-    of a column, or the top cube of a column moved onto another. Each edit's reverse is an edit."""
-    flat = np.asarray(heights, dtype=np.int64).ravel()
-    n = len(heights)
-    unit = np.eye(n * n, dtype=np.int64)
-    source, target = np.nonzero(~np.eye(n * n, dtype=bool))
-    out = np.concatenate([flat + unit, flat - unit, flat - unit[source] + unit[target]])
-    return out[((out >= 0) & (out <= n)).all(axis=1)].reshape(-1, n, n)
 
 
 def _wrong_views(solids: np.ndarray, reference: np.ndarray) -> np.ndarray:
@@ -134,7 +123,7 @@ class _NearMisses:
     def _can_centre(self, heights: Heights) -> bool:
         """Whether a distractor has enough near misses to centre a set: surely when it has many
         candidate edits (the cheap count), otherwise by finding them."""
-        wrong = _wrong_views(_edits(heights), self.reference)
+        wrong = _wrong_views(_voxels.solid_edits(heights), self.reference)
         own = _wrong_views(np.asarray([heights]), self.reference)[0]
         if ((wrong.sum(axis=1) == 1) & wrong[:, own].all(axis=1)).sum() >= SURELY_ENOUGH:
             return True
@@ -142,7 +131,7 @@ class _NearMisses:
 
     def _variants(self, heights: Heights) -> list[tuple[str, Heights]]:
         own = _wrong_views(np.asarray([heights]), self.reference)[0]
-        solids = _edits(heights)
+        solids = _voxels.solid_edits(heights)
         wrong = _wrong_views(solids, self.reference)
         keep = wrong.sum(axis=1) == 1
         if own.any() and self.rng.random() >= MENDING_SHARE:
@@ -164,6 +153,12 @@ class _NearMisses:
 
         kept = _voxels.balanced_edits(inks, self.rng, accept, VARIANTS)
         return [(found[i][0], found[i][1]) for i in kept]
+
+
+def view_aspects(heights: Heights) -> tuple[bytes, ...]:
+    """A solid's aspects: its three views, what a solver compares a candidate with."""
+    views = projections(heights)
+    return tuple(repr(views[v]).encode() for v in VIEWS)
 
 
 def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
@@ -192,6 +187,8 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
         "columns": float((h > 0).sum()),
         "max_height": float(h.max()),
         "visible_unit_faces": float((labels != EMPTY).sum() / 2),
+        # the views a solver must compare with to rule out every distractor
+        "aspects_in_play": _option_set.set_aspects(heights, chosen, view_aspects),
     }
     return Puzzle(
         meta=meta,

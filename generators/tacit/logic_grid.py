@@ -36,6 +36,7 @@ Drawing is crisp (no anti-aliasing): exact palette PNGs, and at 512 px the glyph
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import combinations, product
@@ -51,7 +52,7 @@ from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import logic_grid as verifier
 
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 TASK = "logic_grid"
 CELL = 40.0  # SVG units per cell
 MARGIN = 14.0
@@ -379,6 +380,7 @@ def generate(config: LogicGridConfig, rng: np.random.Generator) -> Puzzle:
         "orders": float(counts["order"]),
         "forbidden": float(counts["forbid"]),
         "search_nodes": float(budget.spent),
+        "aspects_in_play": _option_set.set_aspects(grid, chosen, _option_set.aspects_of(_cells)),  # cells to check
     }
     return Puzzle(
         meta=meta,
@@ -462,12 +464,24 @@ def _variants(meta: dict, grid: Grid, rng: np.random.Generator) -> list[tuple[st
     return out
 
 
+def _combined(meta: dict, solution: Grid, grid: Grid, edited: Grid) -> tuple[str, Grid] | None:
+    """``grid`` with the cells that ``edited`` changes in ``solution``, and the one check it fails."""
+    changes = {(r, c): v for r, row in enumerate(edited) for c, v in enumerate(row) if v != solution[r][c]}
+    joined = _with(grid, changes)
+    failed = _failed(meta, joined)
+    return (failed[0], joined) if len(failed) == 1 and joined != grid else None
+
+
+def _cells(grid: Sequence[Sequence[int]]) -> np.ndarray:
+    return np.asarray(grid, dtype=np.float64).ravel()
+
+
 def _distractors(meta: dict, solution: list[int], rng: np.random.Generator) -> list[tuple[str, list[list[int]]]]:
     n = meta["size"]
     start = tuple(tuple(row) for row in _as_rows(solution, n))
     try:
-        chosen = _option_set.choose_star(start, lambda grid: _variants(meta, grid, rng),
-                                         lambda grid: np.asarray(grid, dtype=np.float64).ravel(), rng)
+        chosen = _option_set.choose_set(start, lambda grid: _variants(meta, grid, rng), _cells, rng,
+                                        combine=lambda solution, grid, edited: _combined(meta, solution, grid, edited))
     except ValueError as exc:
         raise RejectedPuzzle(str(exc)) from None
     return [(name, [list(row) for row in grid]) for name, grid in chosen]

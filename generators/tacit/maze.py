@@ -1,8 +1,8 @@
 """Multi-layer maze (domain: spatial).
 
-Each layer is a square grid of cells. Up to three layers are drawn side by side, left to
-right; four or five are drawn in two rows (four in a 2 x 2 grid), in the order of a U: the top
-row left to right, then down, then the bottom row right to left. A grey chevron between
+Each layer is a square grid of cells. One or two layers are drawn side by side, left to
+right; three to five are drawn in two rows (three and four in a 2 x 2 grid), in the order of a
+U: the top row left to right, then down, then the bottom row right to left. A grey chevron between
 consecutive layers points to the next one. A portal is a pair of discs of one colour at the
 same cell of two consecutive layers, one colour per pair of layers; the line changes layer
 there, in either direction. The route runs from the green start (first layer) to the red end
@@ -36,7 +36,8 @@ most ink or the one farthest from the others more often than a variant of the ce
 edit changes more than EDIT_LIMIT cells and links (shortcuts through a wall and moved layer
 changes were the largest edits), and around a distractor the variants that
 step back toward the solution are dropped before the two sides in ink are balanced, not
-after. A strip without decoys keeps 1.2.0's edits: its puzzles are unchanged.
+after. A strip of one or two layers without decoys keeps 1.2.0's edits: its puzzles are unchanged (a strip of
+three, 1.3.0's hard, is drawn in two rows since 1.4.0).
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ from vrforge.svgdraw import fmt, new_drawing, polyline_path, segments_path, to_s
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import maze as maze_verifier
 
-VERSION = "1.3.0"
+VERSION = "1.4.0"
+REGIONS = 3  # per side of a layer: the aspects of a drawing are its 3 x 3 regions per layer
 CELL = 20  # SVG units per cell
 MARGIN = 16  # the least margin, for small mazes
 EDGE_SHARE = 0.055  # of each dimension kept clear on every side: a 5 % crop of any side keeps the whole maze
@@ -66,7 +68,9 @@ WALL_WIDTH = 0.12 * CELL
 PATH_WIDTH = 0.42 * CELL
 MARKER = 0.76 * CELL  # side of the start and end squares, diameter of a portal disc
 CHEVRON = 24  # SVG units from one arm's end to the other's (the chevron is 12 deep, its stroke 4)
-STRIP_LAYERS = 3  # more layers than this are drawn in two rows: a strip of four is too wide to read
+# More layers than this are drawn in two rows: in a strip of three, a 14 x 14 layer's cell is under
+# 20 px at 1024 px, where models misread its walls (two rows: 33 px).
+STRIP_LAYERS = 2
 MAX_PORTALS = 32
 POCKET_TRIES = 20  # pockets grown for one decoy before the puzzle is redrawn
 
@@ -319,7 +323,7 @@ def _plan_pockets(config: MazeConfig, rng: np.random.Generator) -> list[tuple[in
 
 
 def _legacy(config: MazeConfig) -> bool:
-    """Whether version 1.2.0 drew this config as 1.3.0 does (a strip, no decoys): its puzzles keep their bytes."""
+    """Whether version 1.2.0 drew this config as this version does (a strip, no decoys): its puzzles keep their bytes."""
     return config.layers <= STRIP_LAYERS and config.decoys == 0
 
 
@@ -356,7 +360,7 @@ def generate(config: MazeConfig, rng: np.random.Generator) -> Puzzle:
 
     meta = _meta(config, layers, start, ends, decoys)
     solution = list(route)
-    distractors = _distractors(meta, layers, route, rng, not _legacy(config))
+    distractors, in_play = _distractors(meta, layers, route, rng, not _legacy(config))
 
     violations = [name for name, _ in distractors]
     answer_index = int(rng.integers(len(distractors) + 1))
@@ -364,6 +368,7 @@ def generate(config: MazeConfig, rng: np.random.Generator) -> Puzzle:
         "route_length": float(sum(len(cells) for _, cells in route)),
         "layers": float(config.layers),
         "cells": float(config.layers * n * n),
+        "aspects_in_play": in_play,  # the regions of the layers a solver must check
     }
     meta["route_length"] = int(stats["route_length"])
     return Puzzle(
@@ -579,6 +584,24 @@ class _Editor:
         vector.flags.writeable = False
         self._vectors[drawing] = vector
         return vector
+
+    def regions(self) -> np.ndarray:
+        """The aspect of each stand-in element: the region of its layer (the grid cut into
+        REGIONS x REGIONS blocks) holding its cell, or a link's first cell, so that a solver
+        checking a route region by region checks one aspect per region."""
+        n, side = self.size, -(-self.size // REGIONS)
+        layer, r, c = np.meshgrid(np.arange(len(self.layers)), np.arange(n), np.arange(n), indexing="ij")
+        block = (layer * REGIONS + r // side) * REGIONS + c // side
+        return np.tile(block.ravel(), 3)
+
+    def combine(self, solution: Drawing, drawing: Drawing, edited: Drawing) -> tuple[str, Drawing] | None:
+        """``drawing`` with the edit that made ``edited`` from ``solution`` (the cells and links it
+        drew and erased), and the one check it fails (None unless exactly one)."""
+        cells = (drawing.cells - (solution.cells - edited.cells)) | (edited.cells - solution.cells)
+        links = (drawing.links - (solution.links - edited.links)) | (edited.links - solution.links)
+        joined = Drawing(frozenset(cells), frozenset(x for x in links if x[0] in cells and x[1] in cells))
+        name = self.fault(joined)
+        return None if name is None or joined == drawing else (name, joined)
 
     # -- the verifier's checks
 
@@ -859,14 +882,18 @@ class _Editor:
 
 
 def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.random.Generator,
-                 balanced: bool = False) -> list[tuple[str, list[Stroke]]]:
+                 balanced: bool = False) -> tuple[list[tuple[str, list[Stroke]]], float]:
+    """The four (violation, strokes) distractors and the regions a solver must check to rule them out."""
     solution = drawing_of(route)
     editor = _Editor(meta, layers, solution, int(rng.integers(2**32)), balanced)
+    regions = editor.regions()
     try:
-        chosen = _option_set.choose_star(solution, editor.variants, editor.stand_in, rng)
+        chosen = _option_set.choose_set(solution, editor.variants, editor.stand_in, rng, groups=regions,
+                                        combine=editor.combine, signed=True)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
-    return [(name, strokes_of(drawing)) for name, drawing in chosen]
+    in_play = _option_set.set_aspects(solution, chosen, _option_set.aspects_of(editor.stand_in, regions))
+    return [(name, strokes_of(drawing)) for name, drawing in chosen], in_play
 
 
 # ---------------------------------------------------------------- drawing

@@ -32,7 +32,7 @@ from vrforge.verifiers import ortho_projection as verifier
 from vrforge.verifiers.sampling import hex_luminance
 from vrforge.verifiers.voxels import VIEWS, projections, render
 
-VERSION = "1.3.0"
+VERSION = "1.3.1"
 VARIANTS = 16  # near misses kept per answer
 Grid = list[str]
 Views = dict[str, Grid]
@@ -118,6 +118,11 @@ class _NearMisses:
         return [found[i] for i in _voxels.balanced_edits(inks, self.rng, lambda i: True, VARIANTS)]
 
 
+def view_aspects(option: Views) -> tuple[bytes, ...]:
+    """An answer's aspects: its three views."""
+    return tuple(repr(option[v]).encode() for v in VIEWS)
+
+
 def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     n = config.size
     heights = _voxels.drawable_solid(config, rng)
@@ -144,6 +149,7 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
         "columns": float((h > 0).sum()),
         "max_height": float(h.max()),
         "visible_unit_faces": float((labels > 0).sum() / 2),
+        "aspects_in_play": _option_set.set_aspects(views, chosen, view_aspects),  # the views a solver must check
     }
     return Puzzle(
         meta=meta,

@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -53,7 +54,7 @@ from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import raven as rv
 
 # 1.3.0: arrowheads between the panels of each row show that the rules run along the rows.
-VERSION = "1.3.0"
+VERSION = "1.4.0"
 WIDTH = 400
 MARGIN = 10
 GAP = 10
@@ -268,6 +269,9 @@ def generate(config: RavenConfig, rng: np.random.Generator) -> Puzzle:
         "rules": float(sum(kind != "constant" for kind, _ in rules.values())),
         "objects": float(len(answer["positions"])),
         "slots": float(slots),
+        # the attributes of the objects (one per slot) a solver must check to rule out every distractor
+        "aspects_in_play": _option_set.set_aspects(answer, distractors,
+                                                   _option_set.aspects_of(lambda panel: _stand_in(panel, slots))),
     }
     return Puzzle(
         meta=meta,
@@ -329,6 +333,17 @@ def _variants(meta: Mapping[str, Any], axis: str) -> Callable[[dict], list[tuple
     return variants
 
 
+def _combined(meta: Mapping[str, Any], solution: dict, panel: dict, edited: dict) -> tuple[str, dict] | None:
+    """``panel`` with the move that made ``edited`` from ``solution``, and the one check it fails."""
+    before, after = set(solution["positions"]), set(edited["positions"])
+    positions = (set(panel["positions"]) - (before - after)) | (after - before)
+    if len(positions) != len(panel["positions"]):
+        return None
+    joined = {**panel, "positions": sorted(positions)}
+    failed = [name for name, ok in rv.judge(meta, rv.panel_objects(joined)).items() if not ok]
+    return (failed[0], joined) if len(failed) == 1 and joined != panel else None
+
+
 def _choose_axis(meta: Mapping[str, Any], answer: dict, rng: np.random.Generator) -> str:
     """Colour or type with probability AXIS_SHARE * (rarest value's frequency / answer value's),
     otherwise the slots when the answer has at least MIN_VARIANTS moves; else the puzzle is
@@ -349,7 +364,8 @@ def _distractors(meta: dict, answer: dict, rng: np.random.Generator) -> list[tup
     slots = len(meta["layout"]["slots"])
     axis = _choose_axis(meta, answer, rng)
     try:
-        return _option_set.choose_star(answer, _variants(meta, axis), lambda panel: _stand_in(panel, slots), rng)
+        return _option_set.choose_set(answer, _variants(meta, axis), lambda panel: _stand_in(panel, slots), rng,
+                                      combine=partial(_combined, meta) if axis == "positions" else None)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
 

@@ -64,7 +64,7 @@ from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import unknot as unknot_verifier
 
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 CELL = 200.0  # SVG units per diagram cell
 MARGIN = 8.0  # the least margin
 EDGE_SHARE = 0.055  # of each dimension kept clear on every side: a 5 % crop of any side keeps every frame
@@ -79,9 +79,12 @@ GRID = 10.0  # spherogram's orthogonal layout grid spacing
 CLEARANCE = 0.6
 # SVG units per layout grid step; denser layouts are unreadable: between two crossings one step
 # apart an under-strand keeps MIN_GRID_UNIT - stroke - 2 gaps of ink (see legibility).
-MIN_GRID_UNIT = 14.0
+# 1.3.0: 16.5 (was 14) with gaps 0.3 grid units (were 0.2): a crossing's break is at least 7.5 px at
+# 1024 px (was 5.5, which a model's downscaled view greys over) and an under-strand piece keeps 2.5 px at 512.
+MIN_GRID_UNIT = 16.5
 STROKE_RANGE = (3.2, 5.0)  # strand width in SVG units: 0.2 grid units, within this range
-GAP_RANGE = (3.6, 5.0)  # white beside an over-strand, cutting the under-strand: 0.2 grid units, within this range
+GAP_SHARE = 0.3  # white beside an over-strand, cutting the under-strand, in grid units ...
+GAP_RANGE = (4.6, 6.5)  # ... within this range
 MAX_CROSSINGS = 16  # HFK stays fast (<= ~60 ms measured at 16); at 18 layouts rarely keep MIN_GRID_UNIT
 LEGEND_BAND = 76.0  # above the grid: the legend, a plain loop in a frame (what to mark and how)
 LEGEND_SIDE = 60.0
@@ -130,7 +133,7 @@ def legibility(config: UnknotConfig) -> dict[str, float]:
     their ranges (so they are least at the least grid step)."""
     width = _grid(config)[0]
     stroke = float(np.clip(0.2 * MIN_GRID_UNIT, *STROKE_RANGE))
-    gap = float(np.clip(0.2 * MIN_GRID_UNIT, *GAP_RANGE))
+    gap = float(np.clip(GAP_SHARE * MIN_GRID_UNIT, *GAP_RANGE))
     return {"stroke": stroke / width, "crossing_gap": gap / width,
             "strand_gap": (CLEARANCE * MIN_GRID_UNIT - stroke) / width,
             # An under-strand between two crossings one grid step apart keeps this much ink.
@@ -584,7 +587,7 @@ def generate(config: UnknotConfig, rng: np.random.Generator) -> Puzzle:
 
     width, height, cells = _grid(config)
     stroke = float(np.clip(0.2 * unit_px, *STROKE_RANGE))
-    gap = float(np.clip(0.2 * unit_px, *GAP_RANGE))
+    gap = float(np.clip(GAP_SHARE * unit_px, *GAP_RANGE))
     diagrams, ink = [], []
     for cell, (flips, rank) in zip(cells, variants):
         transform = int(rng.integers(len(TRANSFORMS)))
@@ -609,6 +612,8 @@ def generate(config: UnknotConfig, rng: np.random.Generator) -> Puzzle:
     answer_index = int(rng.integers(5))
     stats = {"crossings": float(crossings), "diagrams": float(config.diagrams), "grid_unit_px": unit_px,
              "shadow_redraws": float(retries),
+             # every option marks one diagram: showing the marked one is the unknot rules out all four
+             "aspects_in_play": 1.0,
              "mean_knotted_hfk_rank": float(np.mean([r for _, r in variants if r > 1]))}
     return Puzzle(meta=meta, solution=[unknot_slot], distractors=tuple([k] for k in chosen),
                   violations=("marked_knotted",) * 4, answer_index=answer_index, stats=stats)
