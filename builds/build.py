@@ -18,16 +18,16 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 import vrforge
-from vrforge.builds.executors import Executor, LocalExecutor
+from vrforge.builds.executors import Executor, GalleryBlocks, LocalExecutor, gallery_resolution
 from vrforge.builds.item import STAGES
 from vrforge.builds.plan import Shard, iter_shards
 from vrforge.builds.recipe import Recipe
 from vrforge.builds.shards import SHARD_RECORDS, STATE_DIR, ShardReport
 from vrforge.builds.storage import Store, open_store
 from vrforge.cards.card import render_card
-from vrforge.cards.gallery import gallery_sheet
+from vrforge.cards.gallery import Block, compose_sheet, gallery_block
 from vrforge.registry import get_task
-from vrforge.schemas.layout import CARD_FILE, MAIN_RESOLUTION, MANIFEST_FILE, config_name, gallery_path, main_first
+from vrforge.schemas.layout import CARD_FILE, MANIFEST_FILE, config_name, gallery_path, main_first
 
 
 class BuildError(RuntimeError):
@@ -80,7 +80,7 @@ def build(recipe: Recipe, out: Any, workers: int = 1, progress: bool = True, exe
 
     clock = time.perf_counter()
     store.remove_stale_temporaries("data")  # left by attempts that died (their shard was rebuilt elsewhere)
-    _finish(recipe, store, config_hash, progress)
+    _finish(recipe, store, config_hash, progress, getattr(runner, "gallery_blocks", {}))
     result.seconds["finish"] += time.perf_counter() - clock
     result.wall = time.perf_counter() - started
     return result
@@ -102,16 +102,18 @@ def _check_existing(store: Store, config_hash: str) -> bool:
     return False
 
 
-def _finish(recipe: Recipe, store: Store, config_hash: str, progress: bool) -> None:
+def _finish(recipe: Recipe, store: Store, config_hash: str, progress: bool, blocks: GalleryBlocks) -> None:
+    """Gallery, card and manifest. ``blocks``: the gallery tiles the workers made as they built
+    each level's first item; a level without them (its first shard built by an earlier, resumed
+    run) is read back from its shard."""
     steps = tqdm(total=len(recipe.tasks) + 2, desc="card, gallery, manifest", disable=not progress, dynamic_ncols=True)
-    main = MAIN_RESOLUTION if MAIN_RESOLUTION in recipe.resolutions else recipe.resolutions[-1]
     galleries = []
     for task in recipe.tasks:
-        examples = [_gallery_example(store, Shard(task.task, level.name, 0, _shard_count(recipe, task.count), 0, 0),
-                                     main if main in level.resolutions else level.resolutions[-1])
-                    for level in task.levels]
+        sheet = [blocks.get((task.task, level.name)) or _gallery_block(
+                     store, Shard(task.task, level.name, 0, _shard_count(recipe, task.count), 0, 0),
+                     gallery_resolution(recipe.resolutions, level.resolutions)) for level in task.levels]
         path = gallery_path(task.task)
-        store.write_bytes(path, gallery_sheet(examples))
+        store.write_bytes(path, compose_sheet(sheet))
         galleries.append(path)
         steps.update(1)
 
@@ -166,6 +168,10 @@ def _finish(recipe: Recipe, store: Store, config_hash: str, progress: bool) -> N
 
 def _shard_count(recipe: Recipe, count: int) -> int:
     return -(-count // recipe.rows_per_shard)
+
+
+def _gallery_block(store: Store, first: Shard, resolution: int) -> Block:
+    return gallery_block(_gallery_example(store, first, resolution))
 
 
 def _gallery_example(store: Store, first: Shard, resolution: int) -> dict[str, Any]:

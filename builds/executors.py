@@ -7,6 +7,10 @@ builds its shard's items and commits the shard's files and record to the output 
 so the driver holds only a bounded number of futures and never the data. A worker that dies
 mid-shard leaves only hidden staging files; the scheduler runs the shard again elsewhere,
 and the rebuilt files are byte-identical because an item depends only on its coordinates.
+
+Either way the worker that builds a level's first item also makes that level's gallery tiles
+(``gallery_blocks``, keyed by task and level), so the build's last serial step composes the
+sheets instead of reading pictures back, decoding and resizing them.
 """
 
 from __future__ import annotations
@@ -23,11 +27,42 @@ from vrforge.builds.item import BuiltItem, build_item
 from vrforge.builds.plan import PlanItem, Shard
 from vrforge.builds.shards import ShardReport, write_shard
 from vrforge.builds.storage import Store
+from vrforge.cards.gallery import Block, gallery_block
+from vrforge.schemas.layout import MAIN_RESOLUTION
 
 OnItems = Callable[[int], Any]
+GalleryBlocks = dict[tuple[str, str], Block]  # (task, level) -> the level's gallery tiles
+
+
+def gallery_resolution(recipe_resolutions: tuple[int, ...], level_resolutions: tuple[int, ...]) -> int:
+    """The width a level's gallery tiles are taken from: the main resolution where the level is
+    released at it, else the level's largest."""
+    main = MAIN_RESOLUTION if MAIN_RESOLUTION in recipe_resolutions else recipe_resolutions[-1]
+    return main if main in level_resolutions else level_resolutions[-1]
+
+
+def gallery_example(built: BuiltItem, resolution: int) -> dict[str, Any]:
+    """The gallery's example of a built item, as the shard holds its row."""
+    images = built.images[resolution]
+    return {"puzzle": images["puzzle"], "solution": images["solution"], "distractors": images["distractors"],
+            "answer_index": built.fields["answer_index"]}
+
+
+def build_with_gallery(item: PlanItem, widths: tuple[int, ...], config_hash: str,
+                       gallery_width: int | None) -> tuple[BuiltItem, Block | None]:
+    """``build_item``, and the gallery tiles of the item at ``gallery_width`` (None: no tiles)."""
+    built = build_item(item, widths, config_hash)
+    return built, (gallery_block(gallery_example(built, gallery_width)) if gallery_width else None)
+
+
+def _gallery_width(shard: Shard, item: PlanItem, resolutions: tuple[int, ...]) -> int | None:
+    """Only a level's first item (index 0, always in its first shard) makes gallery tiles."""
+    return gallery_resolution(resolutions, shard.resolutions or resolutions) if item.index == 0 else None
 
 
 class Executor(Protocol):
+    gallery_blocks: GalleryBlocks
+
     def run(self, store: Store, shards: Iterator[Shard], recipe_seed: int, resolutions: tuple[int, ...],
             config_hash: str, on_items: OnItems) -> Iterator[ShardReport]: ...
 
@@ -37,41 +72,52 @@ class LocalExecutor:
 
     def __init__(self, workers: int = 1) -> None:
         self.workers = workers
+        self.gallery_blocks: GalleryBlocks = {}
 
     def run(self, store: Store, shards: Iterator[Shard], recipe_seed: int, resolutions: tuple[int, ...],
             config_hash: str, on_items: OnItems) -> Iterator[ShardReport]:
+        self.gallery_blocks = {}  # this build's only
         if self.workers <= 1:
             reuse_large_buffers()
             for shard in shards:
                 widths = shard.resolutions or resolutions
-                built = (build_item(item, widths, config_hash) for item in shard.items(recipe_seed))
+                built = (self._keep(build_with_gallery(item, widths, config_hash, _gallery_width(shard, item, resolutions)))
+                         for item in shard.items(recipe_seed))
                 yield write_shard(store, shard, widths, built, on_items)
             return
         # One pass over the shards feeds the pool (it runs a bounded window ahead), the other
         # writes them; tee holds only the shards between the two.
         for_items, for_writing = tee(shards)
-        results = _pool_results(((item, shard.resolutions or resolutions) for shard in for_items
-                                 for item in shard.items(recipe_seed)), config_hash, self.workers)
+        results = _pool_results(((item, shard.resolutions or resolutions, _gallery_width(shard, item, resolutions))
+                                 for shard in for_items for item in shard.items(recipe_seed)), config_hash, self.workers)
+        built = (self._keep(pair) for pair in results)
         try:
             for shard in for_writing:
                 yield write_shard(store, shard, shard.resolutions or resolutions,
-                                  islice(results, shard.stop - shard.start), on_items)
+                                  islice(built, shard.stop - shard.start), on_items)
         finally:
             results.close()
 
+    def _keep(self, pair: tuple[BuiltItem, Block | None]) -> BuiltItem:
+        built, block = pair
+        if block is not None:
+            self.gallery_blocks[(built.item.task, built.item.difficulty)] = block
+        return built
 
-def _pool_results(items: Iterator[tuple[PlanItem, tuple[int, ...]]], config_hash: str,
-                  workers: int) -> Generator[BuiltItem, None, None]:
-    """Built items (each at its resolutions) in plan order; a bounded window of ``4 * workers``
-    items runs ahead in a pool."""
+
+def _pool_results(items: Iterator[tuple[PlanItem, tuple[int, ...], int | None]], config_hash: str,
+                  workers: int) -> Generator[tuple[BuiltItem, Block | None], None, None]:
+    """Built items (each at its resolutions, with its gallery tiles where asked) in plan order;
+    a bounded window of ``4 * workers`` items runs ahead in a pool."""
     context = multiprocessing.get_context("forkserver")
     pool = context.Pool(workers, initializer=_init_worker)
     try:
-        pending = deque(pool.apply_async(build_item, (item, widths, config_hash)) for item, widths in islice(items, 4 * workers))
+        pending = deque(pool.apply_async(build_with_gallery, (item, widths, config_hash, gallery))
+                        for item, widths, gallery in islice(items, 4 * workers))
         while pending:
             built = pending.popleft().get()
-            for item, widths in islice(items, 1):
-                pending.append(pool.apply_async(build_item, (item, widths, config_hash)))
+            for item, widths, gallery in islice(items, 1):
+                pending.append(pool.apply_async(build_with_gallery, (item, widths, config_hash, gallery)))
             yield built
     finally:
         pool.terminate()
@@ -86,12 +132,22 @@ def _init_worker() -> None:
 # ---------------------------------------------------------------------------------------- Dask
 
 def build_shard_task(store: Store, shard: Shard, recipe_seed: int, resolutions: tuple[int, ...],
-                     config_hash: str) -> ShardReport:
-    """One Dask task: build a shard's items in order and commit its files and record."""
+                     config_hash: str) -> tuple[ShardReport, Block | None]:
+    """One Dask task: build a shard's items in order and commit its files and record; with the
+    level's gallery tiles when the shard holds its first item."""
     reuse_large_buffers()
     widths = shard.resolutions or resolutions
-    built = (build_item(item, widths, config_hash) for item in shard.items(recipe_seed))
-    return write_shard(store, shard, widths, built)
+    blocks: list[Block] = []
+
+    def built() -> Iterator[BuiltItem]:
+        for item in shard.items(recipe_seed):
+            done, block = build_with_gallery(item, widths, config_hash, _gallery_width(shard, item, resolutions))
+            if block is not None:
+                blocks.append(block)
+            yield done
+
+    report = write_shard(store, shard, widths, built())
+    return report, (blocks[0] if blocks else None)
 
 
 class DaskExecutor:
@@ -111,6 +167,7 @@ class DaskExecutor:
         self.retries = retries
         self.in_flight = in_flight
         self._cluster: Any = None  # a LocalCluster this executor started, closed with its client
+        self.gallery_blocks: GalleryBlocks = {}
 
     def check_store(self, store: Store) -> None:
         """``memory://`` lives inside one process: only an in-process cluster can write to it."""
@@ -125,22 +182,29 @@ class DaskExecutor:
         from distributed import wait
 
         self.check_store(store)
+        self.gallery_blocks = {}  # this build's only
         client, owned = self._client()
         try:
             threads = sum(client.nthreads().values()) or 1
             window = self.in_flight or 2 * threads
             source = iter(shards)
 
+            levels: dict[str, tuple[str, str]] = {}  # future key -> (task, level)
+
             def submit(shard: Shard) -> Any:
+                key = f"vrforge-shard-{config_hash[:12]}-{shard.key}"
+                levels[key] = (shard.task, shard.difficulty)
                 return client.submit(build_shard_task, store, shard, recipe_seed, resolutions, config_hash,
-                                     key=f"vrforge-shard-{config_hash[:12]}-{shard.key}", retries=self.retries, pure=False)
+                                     key=key, retries=self.retries, pure=False)
 
             pending = {submit(s) for s in islice(source, window)}
             try:
                 while pending:
                     done, pending = wait(pending, return_when="FIRST_COMPLETED")
                     for future in sorted(done, key=lambda f: f.key):
-                        report = future.result()  # a shard that failed past its retries raises here
+                        report, block = future.result()  # a shard that failed past its retries raises here
+                        if block is not None:
+                            self.gallery_blocks[levels[future.key]] = block
                         on_items(report.rows)
                         pending.update(submit(s) for s in islice(source, 1))
                         yield report

@@ -13,15 +13,17 @@ import ctypes.util
 
 from PIL import Image
 
-# Pillow allocates images in blocks (16 MB by default) and keeps none of them once freed.
-PILLOW_CACHED_BLOCKS = 32
+# Pillow allocates images in blocks (16 MB by default) and keeps none of them once freed. Four
+# kept blocks (64 MB) serve the next item's pictures; 32 (512 MB), with 256 MB of untrimmed heap,
+# let every long-running build worker grow towards 850 MB, with no measurable CPU cost.
+PILLOW_CACHED_BLOCKS = 4
 # glibc: allocations below the mmap threshold come from the heap and are reused; the trim
 # threshold keeps freed heap memory from being returned after every image. 32 MB is the largest
 # threshold glibc accepts on 64-bit (a 2048 x 2304 RGBX surface is 19 MB).
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 * 1024 * 1024
-TRIM_THRESHOLD = 256 * 1024 * 1024
+TRIM_THRESHOLD = 32 * 1024 * 1024  # a 2048 px surface and more stay; the rest goes back
 
 
 def reuse_large_buffers() -> None:
