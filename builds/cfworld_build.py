@@ -179,10 +179,31 @@ def load_seeds(folder: Path | None) -> list[Scenario]:
         raise CfworldBuildError(" ".join(str(exc).split()) or "unusable packaged seed files") from None
 
 
+def release_changes(recipe: CfworldRecipe) -> list[dict[str, Any]]:
+    """The change notes of the packaged seeds for this release's version (``generators/cfworld/changes/``);
+    none for a recipe's own seed folder."""
+    from vrforge.generators.cfworld.changes import ChangesError, change_files, read_changes
+
+    if recipe.seeds is not None:
+        return []
+    folder = Path(str(resources.files("vrforge.generators.cfworld") / "changes"))
+    if not change_files(recipe.version, folder):
+        return []
+    try:
+        return read_changes(recipe.version, folder)
+    except ChangesError as exc:
+        raise CfworldBuildError(str(exc)) from None
+
+
 def _input_hashes(recipe: CfworldRecipe) -> dict[str, str]:
     """sha256 of every input file, so the config hash changes whenever an input does."""
     seeds = recipe.seeds if recipe.seeds is not None else packaged_seed_folder()
     hashes = {f"seeds/{p.name}": sha256_file(p) for p in sorted(Path(seeds).glob("*.yaml"))}
+    if recipe.seeds is None:
+        from vrforge.generators.cfworld.changes import change_files
+
+        changes = Path(str(resources.files("vrforge.generators.cfworld") / "changes"))
+        hashes |= {f"changes/{p.name}": sha256_file(p) for p in change_files(recipe.version, changes)}
     if recipe.lexicon is not None:
         hashes["lexicon"] = sha256_file(recipe.lexicon)
     else:
@@ -322,7 +343,10 @@ def render_card(recipe: CfworldRecipe, hash_: str, tables: Tables, counts: dict[
                 "under `denominalization.unchanged`.")
     curation = curation_markdown(tables.curation) if tables.curation else ""
     if curation and recipe.seeds is None:
-        curation = PACKAGED_SEED_NOTES + "\n\n" + curation
+        from vrforge.generators.cfworld.changes import change_summary, changes_markdown
+
+        what_changed = changes_markdown(recipe.version, change_summary(release_changes(recipe)))
+        curation = "\n\n".join(part for part in (PACKAGED_SEED_NOTES, what_changed, curation) if part)
     template = Template((resources.files("vrforge.cards") / "templates" / "cfworld.md").read_text(encoding="utf-8"))
     from vrforge.generators.cfworld.probes.rules import RULES
 
@@ -349,7 +373,11 @@ schema; the law bank (`laws/<domain>.yaml`) is generated from the same records.
 - **Judge questions.** The L2/L3 assessment question accepts every listed depiction of the
   consequence; logic questions are single visible checks, at L2/L3 including knock-on effects
   of the change (other objects the changed law also acts on); no question asks about a felt
-  temperature, a sound or a smell.
+  temperature, a sound or a smell. From 0.3.0 scene anchors ("Is there a seal on the ice") are
+  judged under visual integrity at every level, the L2/L3 logic checks test consequences of the
+  premise, and the rubric's validators (`generators/cfworld/rubric.py`; the audit runs them)
+  hold every check to one still image, to objects its prompt asks for, to a visible "yes"
+  rather than an absence, and to a yes/no question.
 - **Proportions.** Domains keep the official release's order of size, but geography and
   sociology (26 and 22 official scenarios) are raised to about 10 % each so that every topic
   group of theirs has at least two scenarios and their per-domain scores rest on 40+ prompts;
@@ -423,6 +451,13 @@ def _check_out(out: Path, hash_: str) -> None:
         raise CfworldBuildError(f"{out} exists and is not empty; choose another --out")
 
 
+def _change_summary(recipe: CfworldRecipe) -> dict[str, Any] | None:
+    from vrforge.generators.cfworld.changes import change_summary
+
+    entries = release_changes(recipe)
+    return change_summary(entries) if entries else None
+
+
 def build_cfworld_recipe(recipe: CfworldRecipe, out: Path) -> Path:
     out = Path(out)
     hash_ = config_hash(recipe)
@@ -449,6 +484,7 @@ def build_cfworld_recipe(recipe: CfworldRecipe, out: Path) -> Path:
         "rows": {config: {SPLIT: counts[config]} for config in recipe.configs},
         "scenarios_per_domain": dict(sorted(Counter(s.domain for s in tables.scenarios).items())),
         "curation": tables.curation,
+        "changes": _change_summary(recipe),
         "denominalization": tables.denominalization,
         "files": {p.relative_to(out).as_posix(): {"sha256": sha256_file(p), "bytes": p.stat().st_size} for p in files},
     }
@@ -512,12 +548,50 @@ def audit_cfworld(folder: Path) -> dict[str, Any]:
             if len(set(ids)) != len(ids):
                 problems.append(f"{config}/{split}: repeated ids")
             problems += [f"{config}/{row.get('id')}: {p}" for row in rows for p in _row_problems(config, row)][:50]
+    rubric = rubric_audit(folder, configs, manifest)
+    problems += rubric["problems"]
     report = {"passed": not problems, "kind": KIND, "manifest_sha256": sha256_file(manifest_path),
               "config_hash": manifest.get("config_hash"), "files_checked": len(manifest.get("files", {})),
               "rows_checked": rows_checked,
+              "rubric": {key: value for key, value in rubric.items() if key != "problems"},
               "problems": problems}
     write_json_atomic(folder / AUDIT_FILE, report)
     return report
+
+
+RUBRIC_FROM = (0, 3, 0)  # releases written against the v0.3 rubric (docs/design/cfworld-rubric.md)
+
+
+def _version(text: Any) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in str(text).split("."))
+    except ValueError:
+        return ()
+
+
+def rubric_audit(folder: Path, configs: dict[str, dict[str, str]], manifest: dict[str, Any]) -> dict[str, Any]:
+    """The v0.3 rubric validators (``generators/cfworld/rubric.py``, with the embedding paraphrase-leak check)
+    over the ``scenarios`` rows of a release of version 0.3.0 or later: one problem line per finding
+    ("rubric: <id>: <check>: ..."), the count per check, the model used, and the paraphrase-leak
+    findings as warnings (recorded, not failing: see ``rubric.WARNING_KINDS``). Without the model
+    the audit fails with one line saying what to install."""
+    from vrforge.generators.cfworld.paraphrase import MODEL_MISSING, leak_embedder
+    from vrforge.generators.cfworld.rubric import WARNING_KINDS, kind_of, validate_scenarios
+
+    version = manifest.get("version")
+    if _version(version) < RUBRIC_FROM or "scenarios" not in configs:
+        return {"applied": False, "reason": f"release {version} predates the v0.3 rubric" if "scenarios" in configs
+                else "no scenarios config", "per_check": {}, "problems": []}
+    rows = [row for split, pattern in configs["scenarios"].items()
+            for f in sorted(folder.glob(pattern)) for row in pq.read_table(f).to_pylist()]
+    embed = leak_embedder()
+    found = validate_scenarios((Scenario.from_dict(row) for row in rows), embed)
+    problems = [f"rubric: {line}" for line in found if kind_of(line) not in WARNING_KINDS]
+    if embed is None:
+        problems.append(f"rubric: {MODEL_MISSING}")
+    return {"applied": True, "scenarios": len(rows), "paraphrase_model": "all-MiniLM-L6-v2" if embed else None,
+            "per_check": dict(sorted(Counter(kind_of(line) for line in found).items())),
+            "warnings": [line for line in found if kind_of(line) in WARNING_KINDS], "problems": problems}
 
 
 def _row_problems(config: str, row: dict[str, Any]) -> list[str]:

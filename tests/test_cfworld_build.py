@@ -224,12 +224,12 @@ def test_seed_reader_sorts_by_id(tmp_path):
 
 
 def test_recipe_kind_dispatch(tmp_path):
-    assert recipe_kind(ROOT / "builds" / "recipes" / "cfworld-v0.2.0.toml") == "cfworld"
+    assert recipe_kind(ROOT / "builds" / "recipes" / "cfworld-v0.3.0.toml") == "cfworld"
     assert recipe_kind(ROOT / "builds" / "recipes" / "tacit.toml") == "tacit"
     assert recipe_kind(tmp_path / "missing.toml") == "tacit"
-    release = load_cfworld_recipe(ROOT / "builds" / "recipes" / "cfworld-v0.2.0.toml")
+    release = load_cfworld_recipe(ROOT / "builds" / "recipes" / "cfworld-v0.3.0.toml")
     assert release.configs == CONFIGS and release.seeds is None and release.lexicon is None
-    assert release.name == "cfworld" and release.version == "0.2.0"
+    assert release.name == "cfworld" and release.version == "0.3.0"
 
 
 def test_a_recipe_of_another_kind_is_refused_by_the_cfworld_loader(tmp_path):

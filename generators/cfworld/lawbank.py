@@ -267,8 +267,11 @@ def compact_questions(record: dict[str, Any]) -> tuple[Question, ...]:
     accepted = [record["outcome"], *record.get("accept", [])]
     questions: list[Question] = []
 
-    def add(level: str, dimension: str, question: str, criteria: str, weight: float) -> None:
-        questions.append(Question(level=level, dimension=dimension, question=question, criteria=criteria, weight=weight))
+    # source_id names the record field a question comes from ("anchors.0", "knock_on.1"), so a built
+    # release can still be read back as its record (see rubric.RubricRecord.from_scenario).
+    def add(level: str, dimension: str, question: str, criteria: str, weight: float, role: str) -> None:
+        questions.append(Question(level=level, dimension=dimension, question=question, criteria=criteria, weight=weight,
+                                  source_id=role))
 
     anchors = [" ".join(a.split()) for a in record.get("anchors", [])]
     integrity_weight = round(WEIGHTS["visual_integrity"] / (1 + len(anchors)), 4)
@@ -276,16 +279,16 @@ def compact_questions(record: dict[str, Any]) -> tuple[Question, ...]:
         lead = "Is the image" if level == "l1" else "Setting the changed law aside, is the image"
         add(level, "visual_integrity", f"{lead} free of rendering artifacts, with {subjects} clearly and naturally drawn?",
             f"1: {subjects} all well formed; 0.5: minor artifacts or distortions; 0: severe artifacts, or {subjects} "
-            "warped, merged or missing", integrity_weight)
+            "warped, merged or missing", integrity_weight, "subjects")
         # Scene anchors ("Is there a seal on the ice") ask whether the scene is there, not whether the law holds.
-        for anchor in anchors:
+        for index, anchor in enumerate(anchors):
             add(level, "visual_integrity", anchor if anchor.endswith("?") else anchor + "?",
-                "1: yes, clearly; 0.5: partly or ambiguous; 0: no", integrity_weight)
+                "1: yes, clearly; 0.5: partly or ambiguous; 0: no", integrity_weight, f"anchors.{index}")
         if level == "l1":
             add(level, "assessment_point", f"Does the image show that {factual}?",
                 f"1: clearly shows that {factual}; 0.5: suggested but ambiguous or partly hidden; 0: not shown, "
-                f"or instead {outcome}", WEIGHTS["assessment_point"])
-            checks = record["l1_checks"]
+                f"or instead {outcome}", WEIGHTS["assessment_point"], "factual")
+            checks = [(f"l1_checks.{i}", c) for i, c in enumerate(record["l1_checks"])]
         else:
             if len(accepted) > 1:
                 question = (f"Does the image show the consequence of the change in any of these forms: "
@@ -294,13 +297,13 @@ def compact_questions(record: dict[str, Any]) -> tuple[Question, ...]:
                 question = f"Does the image show that {outcome}?"
             add(level, "assessment_point", question,
                 f"1: clearly shows any one of: {_either(accepted)}; 0.5: present but weak, partial or ambiguous; "
-                f"0: the ordinary result ({factual}) or no visible effect", WEIGHTS["assessment_point"])
-            checks = [*record["checks"], *record["knock_on"]]
+                f"0: the ordinary result ({factual}) or no visible effect", WEIGHTS["assessment_point"], "outcome")
+            checks = [(f"{name}.{i}", c) for name in ("checks", "knock_on") for i, c in enumerate(record[name])]
         weight = round(WEIGHTS["logic_consistency"] / len(checks), 4)
-        for check in checks:
+        for role, check in checks:
             text = " ".join(check.split())
             add(level, "logic_consistency", text if text.endswith("?") else text + "?",
-                "1: yes, clearly; 0.5: partly or ambiguous; 0: no", weight)
+                "1: yes, clearly; 0.5: partly or ambiguous; 0: no", weight, role)
     return tuple(questions)
 
 
@@ -326,9 +329,10 @@ def compact_problems(record: Any) -> list[str]:
                 problems.append(f"{name} must be a list of non-empty strings")
         elif not (isinstance(value, str) and value.strip()):
             problems.append(f"{name} must be a non-empty string")
-    accept = record.get("accept", [])
-    if not (isinstance(accept, list) and all(isinstance(v, str) and v.strip() for v in accept)):
-        problems.append("accept must be a list of non-empty strings")
+    for name in COMPACT_OPTIONAL:  # optional: a record written before v0.3 has no anchors
+        value = record.get(name, [])
+        if not (isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)):
+            problems.append(f"{name} must be a list of non-empty strings")
     return problems
 
 

@@ -300,7 +300,10 @@ CFEVAL_PAGE: dict[str, Any] = {
 
 
 def cfeval_study(scenarios_path: str | Path, images_dir: str | Path, levels: Sequence[str], limit: int | None,
-                 seed: int) -> tuple[list[NewBlock], list[NewItem]]:
+                 seed: int, ids: Sequence[str] | None = None,
+                 pilot: bool = False) -> tuple[list[NewBlock], list[NewItem]]:
+    """``ids``: keep only these scenarios (each must exist); ``pilot``: keep the seeded 50-scenario pilot
+    selection (``generators/cfworld/pilot.py``), whose every question must be one a rater answers yes or no."""
     from vrforge.runners.cfeval_judge import CFEvalError, image_path, level_questions, load_scenarios
 
     images = Path(images_dir)
@@ -310,6 +313,20 @@ def cfeval_study(scenarios_path: str | Path, images_dir: str | Path, levels: Seq
         scenarios = load_scenarios(scenarios_path)
     except CFEvalError as exc:
         raise StudyError(str(exc)) from None
+    if pilot:
+        from vrforge.generators.cfworld.pilot import pilot_ids
+        from vrforge.generators.cfworld.rubric import check_yes_no
+
+        ids = pilot_ids(scenarios)
+        not_yes_no = [f"{s.id}: {p}" for s in scenarios if s.id in set(ids) for p in check_yes_no(s.questions)]
+        if not_yes_no:
+            raise StudyError(f"{len(not_yes_no)} pilot question(s) a rater cannot answer yes or no, first: {not_yes_no[0]}")
+    if ids is not None:
+        wanted = set(ids)
+        missing = sorted(wanted - {s.id for s in scenarios})
+        if missing:
+            raise StudyError(f"{len(missing)} scenario id(s) not in {scenarios_path}, first: {missing[0]}")
+        scenarios = [s for s in scenarios if s.id in wanted]
     found = []
     for scenario in scenarios:
         for level in levels:

@@ -50,8 +50,12 @@ def _audit_folder(folder: Path, args: argparse.Namespace, shown: str | None = No
         from vrforge.builds.cfworld_build import audit_cfworld
 
         report = audit_cfworld(folder)
+        # every problem, one line each: the rubric's findings are the to-do list of a seed rewrite
+        rubric = report.get("rubric", {})
+        counts = ", ".join(f"{name} {n}" for name, n in rubric.get("per_check", {}).items())
         print(f"{'passed' if report['passed'] else 'FAILED'}: {report['files_checked']} files, "
-              f"{report['rows_checked']} rows checked" + "".join(f"\n  {p}" for p in report["problems"][:20]))
+              f"{report['rows_checked']} rows checked" + (f"; rubric: {counts}" if counts else "")
+              + "".join(f"\n  {p}" for p in report["problems"]))
         return 0 if report["passed"] else EXIT_FAIL
     if _manifest_kind(folder) == "reliance":
         from vrforge.builds.reliance_build import audit_reliance

@@ -33,6 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     q.add_argument("--images", required=True, help="a `vrforge run t2i` output: <images>/<scenario_id>/<level>.png")
     q.add_argument("--levels", default="l1,l2,l3", help="comma-separated levels (default l1,l2,l3)")
     q.add_argument("--items", type=int, help="at most this many images, drawn with --seed (default all)")
+    which = q.add_mutually_exclusive_group()
+    which.add_argument("--pilot", action="store_true",
+                       help="only the 50-scenario pilot: a fixed seeded selection across the domains")
+    which.add_argument("--ids", type=Path, help="only the scenarios listed in this file (one id a line)")
     _common(q)
     q = kinds.add_parser("drift-rate", help="people rate a `vrforge drift human-export` (Good / Medium / Poor and a rank)")
     q.add_argument("export", help="the folder written by `vrforge drift human-export` (ratings.csv, images/)")
@@ -116,7 +120,15 @@ def run_create(args: argparse.Namespace) -> int:
         default_title = "Visual puzzles" if args.kind == "tacit-choice" else "Visual puzzles: draw the answer"
     elif args.kind == "cfeval-rate":
         levels = make.parse_list(args.levels, "--levels")
-        blocks, new_items = make.cfeval_study(args.scenarios, args.images, levels, args.items, args.seed)
+        ids = None
+        if args.ids is not None:
+            try:
+                ids = [line.strip() for line in args.ids.read_text(encoding="utf-8").splitlines() if line.strip()]
+            except (OSError, UnicodeDecodeError) as exc:
+                raise UserError(f"cannot read --ids {args.ids}: {exc}") from None
+        blocks, new_items = make.cfeval_study(args.scenarios, args.images, levels, args.items, args.seed, ids=ids,
+                                              pilot=args.pilot)
+        settings["selection"] = "pilot" if args.pilot else ("ids" if ids is not None else "all")
         settings["source"] = {"scenarios": str(Path(args.scenarios).resolve()), "images": str(Path(args.images).resolve())}
         default_title = "Rating generated images"
     else:
