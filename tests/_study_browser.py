@@ -183,6 +183,13 @@ def wrong_answer(item: Any, seed: int = 0) -> tuple[dict[str, Any], str]:
         encoded = tool_answer(item, distractor)
         if encoded is not None:
             return encoded, violation
+    if item.task == "logic_grid":
+        # Every distractor of this set changes a given, which the tools leave alone: erase one of
+        # the solution's cells instead, which fails empty_cell alone.
+        encoded = tool_answer(item, puzzle.solution)
+        assert encoded is not None
+        encoded["values"][0] = None
+        return encoded, "empty_cell"
     raise AssertionError(f"{item.task}: no distractor can be drawn with the tools")
 
 
