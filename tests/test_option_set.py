@@ -12,6 +12,15 @@ from vrforge.seeding import item_rng
 CELLS = 48
 
 
+
+def _shuffled_pictures(solution: np.ndarray, others: list[np.ndarray], rng: np.random.Generator) -> tuple[int, list[np.ndarray]]:
+    """The solution's place, drawn at random, and the five toy options as 48 x 64 RGB pictures."""
+    options = [solution, *others]
+    answer = int(rng.integers(5))
+    options.insert(answer, options.pop(0))
+    return answer, [np.repeat(np.repeat(o.reshape(6, 8), 8, 0), 8, 1).astype(np.uint8)[..., None].repeat(3, 2)
+                    for o in options]
+
 def flips(state: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
     """A symmetric toy task: 20 variants of any binary answer, each flipping 1-3 cells (the
     reverse of a flip is a flip), seeded by the state so a state's variants never change."""
@@ -64,11 +73,7 @@ def test_on_a_symmetric_task_the_learned_probe_stays_near_chance():
             else:  # the old way: four variants of the solution
                 first = flips(solution)
                 chosen = [first[i] for i in rng.choice(len(first), 4, replace=False)]
-            options = [grey(solution), *(grey(state) for _, state in chosen)]
-            answer = int(rng.integers(5))
-            options.insert(answer, options.pop(0))
-            pictures = [np.repeat(np.repeat(o.reshape(6, 8), 8, 0), 8, 1).astype(np.uint8)[..., None].repeat(3, 2)
-                        for o in options]
+            answer, pictures = _shuffled_pictures(grey(solution), [grey(state) for _, state in chosen], rng)
             features.append(option_features(pictures))
             answers.append(answer)
         return gate_figures(np.stack(features), answers, with_puzzle=False)
@@ -135,11 +140,7 @@ def test_choose_set_needs_two_checks_on_every_set_and_the_probe_stays_near_chanc
         states = [state for _, state in chosen]
         assert len(set(states)) == 4 and solution not in states
         counts.append(_option_set.aspects_in_play(aspects(solution), [aspects(s) for s in states]))
-        options = [grey(solution), *(grey(s) for s in states)]
-        answer = int(rng.integers(5))
-        options.insert(answer, options.pop(0))
-        pictures = [np.repeat(np.repeat(o.reshape(6, 8), 8, 0), 8, 1).astype(np.uint8)[..., None].repeat(3, 2)
-                    for o in options]
+        answer, pictures = _shuffled_pictures(grey(solution), [grey(s) for s in states], rng)
         features.append(option_features(pictures))
         answers.append(answer)
     assert min(counts) >= 2 and 3 in counts
