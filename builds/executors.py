@@ -16,18 +16,18 @@ sheets instead of reading pictures back, decoding and resizing them.
 from __future__ import annotations
 
 import multiprocessing
-import signal
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from itertools import islice, tee
 from typing import Any, Protocol
 
 from vrforge.buffers import reuse_large_buffers
-from vrforge.builds.item import BuiltItem, build_item
+from vrforge.builds.item import BuiltItem
 from vrforge.builds.plan import PlanItem, Shard
 from vrforge.builds.shards import ShardReport, write_shard
 from vrforge.builds.storage import Store
-from vrforge.cards.gallery import Block, gallery_block
+from vrforge.builds.worker import build_with_gallery, init_worker
+from vrforge.cards.gallery import Block
 from vrforge.schemas.layout import MAIN_RESOLUTION
 
 OnItems = Callable[[int], Any]
@@ -39,20 +39,6 @@ def gallery_resolution(recipe_resolutions: tuple[int, ...], level_resolutions: t
     released at it, else the level's largest."""
     main = MAIN_RESOLUTION if MAIN_RESOLUTION in recipe_resolutions else recipe_resolutions[-1]
     return main if main in level_resolutions else level_resolutions[-1]
-
-
-def gallery_example(built: BuiltItem, resolution: int) -> dict[str, Any]:
-    """The gallery's example of a built item, as the shard holds its row."""
-    images = built.images[resolution]
-    return {"puzzle": images["puzzle"], "solution": images["solution"], "distractors": images["distractors"],
-            "answer_index": built.fields["answer_index"]}
-
-
-def build_with_gallery(item: PlanItem, widths: tuple[int, ...], config_hash: str,
-                       gallery_width: int | None) -> tuple[BuiltItem, Block | None]:
-    """``build_item``, and the gallery tiles of the item at ``gallery_width`` (None: no tiles)."""
-    built = build_item(item, widths, config_hash)
-    return built, (gallery_block(gallery_example(built, gallery_width)) if gallery_width else None)
 
 
 def _gallery_width(shard: Shard, item: PlanItem, resolutions: tuple[int, ...]) -> int | None:
@@ -110,7 +96,7 @@ def _pool_results(items: Iterator[tuple[PlanItem, tuple[int, ...], int | None]],
     """Built items (each at its resolutions, with its gallery tiles where asked) in plan order;
     a bounded window of ``4 * workers`` items runs ahead in a pool."""
     context = multiprocessing.get_context("forkserver")
-    pool = context.Pool(workers, initializer=_init_worker)
+    pool = context.Pool(workers, initializer=init_worker)
     try:
         pending = deque(pool.apply_async(build_with_gallery, (item, widths, config_hash, gallery))
                         for item, widths, gallery in islice(items, 4 * workers))
@@ -122,11 +108,6 @@ def _pool_results(items: Iterator[tuple[PlanItem, tuple[int, ...], int | None]],
     finally:
         pool.terminate()
         pool.join()
-
-
-def _init_worker() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
-    reuse_large_buffers()
 
 
 # ---------------------------------------------------------------------------------------- Dask

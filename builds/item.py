@@ -63,23 +63,43 @@ def build_item(item: PlanItem, resolutions: tuple[int, ...], config_hash: str) -
         svg_distractors = [spec.draw(puzzle.meta, answer) for answer in puzzle.distractors]
         seconds["draw"] += time.perf_counter() - clock
 
+        # One option's pictures at a time: the solution is kept for its checks and each distractor
+        # only at the smallest size, where it is judged, so a worker never holds all seven options
+        # at 2048 px. The puzzle is drawn only once the attempt is accepted.
         clock = time.perf_counter()
-        rasters = [rasterise_images(svg, resolutions) for svg in (svg_puzzle, svg_solution, *svg_distractors)]
+        solution = rasterise_images(svg_solution, resolutions)
         seconds["render"] += time.perf_counter() - clock
+        smallest = resolutions[0]
+        distractors: list[dict[int, Image.Image]] = []
+        distractor_pngs: list[dict[int, bytes]] = []
+        for svg in svg_distractors:
+            clock = time.perf_counter()
+            rasters = rasterise_images(svg, resolutions)
+            seconds["render"] += time.perf_counter() - clock
+            clock = time.perf_counter()
+            distractor_pngs.append({res: encode_png(rasters[res]) for res in resolutions[1:]})
+            distractors.append({smallest: rasters[smallest]})
+            seconds["encode"] += time.perf_counter() - clock
+            del rasters
 
         clock = time.perf_counter()
-        problem = _check(spec, puzzle, rasters[1], rasters[2:], resolutions)
+        problem = _check(spec, puzzle, solution, distractors, resolutions)
         seconds["check"] += time.perf_counter() - clock
         if problem:
             rejections[f"check: {problem}"] += 1
             continue
 
         clock = time.perf_counter()
+        puzzle_rasters = rasterise_images(svg_puzzle, resolutions)
+        seconds["render"] += time.perf_counter() - clock
+        clock = time.perf_counter()
+        for pngs, raster in zip(distractor_pngs, distractors):
+            pngs[smallest] = encode_png(raster[smallest])
         images = {
             res: {
-                "puzzle": encode_png(rasters[0][res]),
-                "solution": encode_png(rasters[1][res]),
-                "distractors": [encode_png(r[res]) for r in rasters[2:]],
+                "puzzle": encode_png(puzzle_rasters[res]),
+                "solution": encode_png(solution[res]),
+                "distractors": [pngs[res] for pngs in distractor_pngs],
             }
             for res in resolutions
         }
