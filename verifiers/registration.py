@@ -51,7 +51,7 @@ module. Everything is deterministic (OpenCV runs single-threaded here; no random
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -467,24 +467,31 @@ def _compose(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
     return out.astype(np.float32)
 
 
+def _pyramid(template: np.ndarray, mask: np.ndarray, answer_ink: np.ndarray, start: np.ndarray,
+             levels: int) -> Iterator[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]]:
+    """Coarse to fine, (level, factor, template, answer, mask) at each working size (level 0 is
+    full size, each level above halves it): the answer resampled into the template's frame by
+    ``start``, the mask cut to where that resampling saw the answer (a cut-off part cannot be
+    compared)."""
+    height, width = template.shape
+    pre = _warped(answer_ink, start, (width, height))
+    mask = mask * _inside(answer_ink.shape, start, (width, height))
+    for level in range(levels - 1, -1, -1):
+        f = 2**level
+        if f == 1:
+            yield level, f, template, pre, mask
+            continue
+        size = (max(8, width // f), max(8, height // f))
+        yield (level, f, cv2.resize(template, size, interpolation=cv2.INTER_AREA),
+               cv2.resize(pre, size, interpolation=cv2.INTER_AREA), cv2.resize(mask, size, interpolation=cv2.INTER_NEAREST))
+
+
 def _refine(template: np.ndarray, mask: np.ndarray, answer_ink: np.ndarray, start: np.ndarray) -> np.ndarray:
     """ECC refinement of ``start`` (template px -> answer px): the answer is first resampled
     into the template's frame by ``start``, then ECC finds the small affine change that is
     left, at half and at full working size (the residual then judges the result)."""
-    height, width = template.shape
-    pre = cv2.warpAffine(answer_ink, start, (width, height), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-                         borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)
-    mask = mask * _inside(answer_ink.shape, start, (width, height))  # a cut-off part cannot be compared
     warp = np.eye(2, 3, dtype=np.float32)
-    for level in range(len(ECC_ITERATIONS) - 1, -1, -1):
-        f = 2**level
-        if f > 1:
-            size = (max(8, width // f), max(8, height // f))
-            t = cv2.resize(template, size, interpolation=cv2.INTER_AREA)
-            i = cv2.resize(pre, size, interpolation=cv2.INTER_AREA)
-            m = cv2.resize(mask, size, interpolation=cv2.INTER_NEAREST)
-        else:
-            t, i, m = template, pre, mask
+    for level, f, t, i, m in _pyramid(template, mask, answer_ink, start, len(ECC_ITERATIONS)):
         criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, ECC_ITERATIONS[level], ECC_EPS)
         found = None
         # Near the puzzle's ink first (an answer's own strokes elsewhere do not pull); where that
@@ -528,20 +535,9 @@ def _refine_perspective(template: np.ndarray, mask: np.ndarray, answer_ink: np.n
     """ECC refinement of the affine ``start`` to a homography (template px -> answer px), coarse
     to fine as ``_refine``: the answer resampled by ``start`` differs from the template by a
     small perspective change. None when ECC finds none."""
-    height, width = template.shape
-    pre = _warped(answer_ink, start, (width, height))
-    mask = mask * _inside(answer_ink.shape, start, (width, height))
     warp = np.eye(3, dtype=np.float32)
     found_any = False
-    for level in range(len(PERSPECTIVE_ITERATIONS) - 1, -1, -1):
-        f = 2**level
-        if f > 1:
-            size = (max(8, width // f), max(8, height // f))
-            t = cv2.resize(template, size, interpolation=cv2.INTER_AREA)
-            i = cv2.resize(pre, size, interpolation=cv2.INTER_AREA)
-            m = cv2.resize(mask, size, interpolation=cv2.INTER_NEAREST)
-        else:
-            t, i, m = template, pre, mask
+    for level, f, t, i, m in _pyramid(template, mask, answer_ink, start, len(PERSPECTIVE_ITERATIONS)):
         criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, PERSPECTIVE_ITERATIONS[level], ECC_EPS)
         scale = np.array([[f, 0, (f - 1) / 2], [0, f, (f - 1) / 2], [0, 0, 1]], dtype=np.float64)
         at_level = (np.linalg.inv(scale) @ warp.astype(np.float64) @ scale).astype(np.float32)
