@@ -109,3 +109,23 @@ def small_bank(tmp_path: Path) -> tuple[Path, Path]:
     })
     seeds = write_bank(tmp_path / "seeds", {"physics.yaml": {"scenarios": [mirror().to_dict(), fall().to_dict()]}})
     return laws, seeds
+
+
+# A sound compact seed record (v0.3 form: anchors, a consequence check, a knock-on).
+ICE_FLOATS_RECORD: dict[str, Any] = {
+    "id": "mechanics-ice-floats", "subdomain": "mechanics", "topic": "density_buoyancy",
+    "law": "Ice is less dense than liquid water, so it floats.",
+    "counterfactual": "Water contracts as it freezes.",
+    "l1": "A tall glass of cola with three ice cubes on a cafe table.",
+    "l2": "Water shrinks as it freezes here, so the three ice cubes in the tall glass of cola on the cafe table lie on the bottom.",
+    "l3": "Suppose water contracted as it froze. Draw a tall glass of cola with three ice cubes, on a cafe table.",
+    "factual": "The ice cubes float at the top of the cola.",
+    "outcome": "The ice cubes lie at the bottom of the glass.",
+    "accept": ["the ice cubes are fully under the cola"],
+    "anchors": ["Is there a tall glass of cola on a cafe table"],
+    "subjects": "the glass, the cola and the ice cubes",
+    "l1_checks": ["Do the ice cubes stick up above the surface of the cola"],
+    "checks": ["Is the surface of the cola a smooth dark disc with the cubes below it"],
+    "knock_on": ["Are all three cubes stacked on the floor of the glass"],
+    "terms": ["bottom of the glass"],
+}

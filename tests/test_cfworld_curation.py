@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 import yaml
+from _cfworld_fixtures import ICE_FLOATS_RECORD as RECORD
 from _cfworld_fixtures import fall, mirror, small_bank, with_level
 from shared_data import require_external
 
@@ -14,23 +15,6 @@ from vrforge.generators.cfworld import lawbank
 from vrforge.generators.cfworld import validation as V
 from vrforge.generators.cfworld.importer import import_release
 from vrforge.schemas.cfworld import LEVELS, Question, Scenario
-
-RECORD = {
-    "id": "mechanics-ice-floats", "subdomain": "mechanics", "topic": "density_buoyancy",
-    "law": "Ice is less dense than liquid water, so it floats.",
-    "counterfactual": "Water contracts as it freezes.",
-    "l1": "A tall glass of cola with three ice cubes on a cafe table.",
-    "l2": "Water shrinks as it freezes here, so the three ice cubes in the tall glass of cola on the cafe table lie on the bottom.",
-    "l3": "Suppose water contracted as it froze. Draw a tall glass of cola with three ice cubes, on a cafe table.",
-    "factual": "The ice cubes float at the top of the cola.",
-    "outcome": "The ice cubes lie at the bottom of the glass.",
-    "accept": ["the ice cubes are fully under the cola"],
-    "subjects": "the glass, the cola and the ice cubes",
-    "l1_checks": ["Is the cola below the rim"],
-    "checks": ["Is the surface of the cola free of ice"],
-    "knock_on": ["Are all three cubes below the surface"],
-    "terms": ["bottom of the glass"],
-}
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +41,7 @@ def test_compact_record_expands_into_a_law_and_a_valid_scenario():
     point = next(q for q in l3 if q.dimension == "assessment_point")
     assert "the ice cubes are fully under the cola" in point.question and "ice cubes lie at the bottom" in point.question
     logic = [q.question for q in l3 if q.dimension == "logic_consistency"]
-    assert logic == ["Is the surface of the cola free of ice?", "Are all three cubes below the surface?"]  # one check each
+    assert logic == [f"{q}?" for q in RECORD["checks"] + RECORD["knock_on"]]  # one check each
     assert sum(q.weight for q in l3 if q.dimension == "logic_consistency") == pytest.approx(8.0)
 
 
