@@ -77,7 +77,7 @@ def build_item(item: PlanItem, resolutions: tuple[int, ...], config_hash: str) -
             rasters = rasterise_images(svg, resolutions)
             seconds["render"] += time.perf_counter() - clock
             clock = time.perf_counter()
-            distractor_pngs.append({res: encode_png(rasters[res]) for res in resolutions[1:]})
+            distractor_pngs.append({res: encode_png(rasters[res]) for res in resolutions})
             distractors.append({smallest: rasters[smallest]})
             seconds["encode"] += time.perf_counter() - clock
             del rasters
@@ -93,8 +93,6 @@ def build_item(item: PlanItem, resolutions: tuple[int, ...], config_hash: str) -
         puzzle_rasters = rasterise_images(svg_puzzle, resolutions)
         seconds["render"] += time.perf_counter() - clock
         clock = time.perf_counter()
-        for pngs, raster in zip(distractor_pngs, distractors):
-            pngs[smallest] = encode_png(raster[smallest])
         images = {
             res: {
                 "puzzle": encode_png(puzzle_rasters[res]),
