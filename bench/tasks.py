@@ -2,8 +2,9 @@
 context-blind shortcut, in one run.
 
 For N puzzles per level (every preset of every task, expert included) it times generate +
-draw, counts rejected attempts, times the build of the item as a release builds it (generate,
-draw, render, check and encode at 512/1024/2048 px) with the PNG bytes per resolution, renders
+draw, counts rejected attempts, measures the CPU time of the item's build as a release builds it
+(generate, draw, render, check and encode at each of 512/1024/2048 px where the level is legible)
+with the PNG bytes per resolution, renders
 the five options and the bare puzzle at 256 px and records what every context-blind picker
 of ``vrforge.pickers`` chooses (the learned probe needs a whole task: the audit runs it). The
 baseline is chance (0.20); the limit is 0.30.
@@ -21,6 +22,7 @@ import multiprocessing
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from vrforge.builds.item import build_item
 from vrforge.builds.plan import PlanItem
@@ -34,6 +36,12 @@ CHANCE = 0.20
 SEED = 4242
 
 
+def legible_widths(spec: Any, difficulty: str) -> tuple[int, ...]:
+    """The release widths at which the level's every feature is at or above its floor."""
+    config = spec.config(difficulty)
+    return tuple(width for width in RESOLUTIONS if not spec.illegible(config, width))
+
+
 def measure(job: tuple[str, str, int]) -> dict:
     task, difficulty, index = job
     spec = get_task(task)
@@ -43,9 +51,12 @@ def measure(job: tuple[str, str, int]) -> dict:
     seconds = time.perf_counter() - started
     options = [rasterise(svg, (256,))[256] for svg in svgs]
     bare = rasterise(spec.draw(puzzle.meta, None), (256,))[256]
-    started = time.perf_counter()
-    built = build_item(PlanItem(task, difficulty, index, SEED), RESOLUTIONS, "bench")
-    build_seconds = time.perf_counter() - started
+    # A level is built only at the widths where it is legible, as a release builds it (a width
+    # under a floor makes the solution fail at that width and every attempt be redrawn).
+    widths = legible_widths(spec, difficulty)
+    started = time.process_time()
+    built = build_item(PlanItem(task, difficulty, index, SEED), widths, "bench")
+    build_seconds = time.process_time() - started
     png_bytes = {res: len(images["puzzle"]) + len(images["solution"]) + sum(map(len, images["distractors"]))
                  for res, images in built.images.items()}
     return {"seconds": seconds, "rejected": rejected, "picks": pick_all(options, bare), "answer": puzzle.answer_index,
@@ -81,9 +92,9 @@ def main(argv: list[str] | None = None) -> int:
                 "generate_draw_mean_s": round(sum(times) / len(times), 4),
                 "generate_draw_max_s": round(max(times), 4),
                 "rejected_attempts": sum(r["rejected"] for r in rows),
-                "build_ms_per_puzzle": round(1000 * sum(r["build_seconds"] for r in rows) / len(rows), 1),
+                "build_cpu_ms_per_puzzle": round(1000 * sum(r["build_seconds"] for r in rows) / len(rows), 1),
                 "png_bytes_per_puzzle": {str(res): round(sum(r["png_bytes"][res] for r in rows) / len(rows))
-                                         for res in RESOLUTIONS},
+                                         for res in rows[0]["png_bytes"]},
             }
         report["tasks"][task] = entry
     report["passed"] = passed
@@ -92,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     for task, entry in report["tasks"].items():
         for difficulty, row in entry.items():
             p = row["pickers"]
-            print(f"{task:<18} {difficulty:<6} build {row['build_ms_per_puzzle']:7.1f} ms, "
+            print(f"{task:<18} {difficulty:<6} build {row['build_cpu_ms_per_puzzle']:7.1f} ms, "
                   f"{sum(row['png_bytes_per_puzzle'].values()) / 1e6:5.2f} MB  "
                   f"medoid {p['medoid']:.3f} mean {p['closest_to_mean']:.3f} "
                   f"odd {p['odd_one_out']:.3f}  gen {row['generate_draw_mean_s'] * 1000:6.1f} ms "
