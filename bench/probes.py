@@ -23,6 +23,7 @@ from vrforge.pickers import gate_figures, option_features
 from vrforge.registry import accepted_puzzle, all_tasks, get_task
 from vrforge.render import rasterise
 from vrforge.set_probes import SetInputs, learner_figures, set_inputs
+from vrforge.threads import one_thread_per_process
 
 WIDTH = 512
 SEED = 99
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = args.tasks or [spec.name for spec in all_tasks()]
     report: dict = {"puzzles": args.puzzles, "width": WIDTH, "chance": 0.2, "limit": LIMIT, "figures": {}}
     passed = True
-    with multiprocessing.get_context("forkserver").Pool(args.workers) as pool:
+    with multiprocessing.get_context("forkserver").Pool(args.workers, initializer=one_thread_per_process) as pool:
         for task in tasks:
             for level in args.levels:
                 rows = pool.map(measure, [(task, level, i) for i in range(args.puzzles)], chunksize=4)

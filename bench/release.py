@@ -183,7 +183,7 @@ def measure(tree: Path | None, args: argparse.Namespace, recipe: Path) -> dict[s
         ledgers = scratch / "ledgers"
         ledgers.mkdir()
         path = [str(site_dir(scratch / "site"))] + ([str(tree)] if tree else [])
-        env = dict(os.environ, OMP_NUM_THREADS="1", **{ENV_DIR: str(ledgers)},
+        env = dict(os.environ, **{ENV_DIR: str(ledgers)},
                    PYTHONPATH=os.pathsep.join([*path, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
         command = [sys.executable, str(Path(__file__).resolve()), "--child", "--recipe", str(recipe),
                    "--puzzles", str(args.puzzles), "--workers", str(args.workers),

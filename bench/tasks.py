@@ -30,6 +30,7 @@ from vrforge.pickers import PICKERS, pick_all, picker_accuracy
 from vrforge.registry import accepted_attempt, all_tasks, get_task
 from vrforge.render import rasterise
 from vrforge.schemas.layout import RESOLUTIONS
+from vrforge.threads import one_thread_per_process
 
 PICKER_LIMIT = 0.30
 CHANCE = 0.20
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = args.tasks or [spec.name for spec in all_tasks()]
     levels = {t: [d for d in get_task(t).difficulties if not args.levels or d in args.levels] for t in tasks}
     jobs = [(t, d, i) for t in tasks for d in levels[t] for i in range(args.puzzles)]
-    with multiprocessing.get_context("forkserver").Pool(args.workers) as pool:
+    with multiprocessing.get_context("forkserver").Pool(args.workers, initializer=one_thread_per_process) as pool:
         results = pool.map(measure, jobs, chunksize=8)
     report: dict = {"puzzles_per_level": args.puzzles, "resolutions": list(RESOLUTIONS), "chance": CHANCE,
                     "limit": PICKER_LIMIT, "tasks": {}}

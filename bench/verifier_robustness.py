@@ -37,6 +37,7 @@ from PIL import Image, ImageDraw, ImageFilter, ImageFont
 from vrforge.registry import accepted_puzzle, all_tasks, get_task
 from vrforge.render import rasterise
 from vrforge.schemas.layout import DIFFICULTIES, LEVELS
+from vrforge.threads import one_thread_per_process
 
 SEED = 5151
 WIDTH = 1024
@@ -329,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers <= 1:
         results = [measure(job) for job in jobs]
     else:
-        with multiprocessing.get_context("forkserver").Pool(args.workers) as pool:
+        with multiprocessing.get_context("forkserver").Pool(args.workers, initializer=one_thread_per_process) as pool:
             results = pool.map(measure, jobs, chunksize=1)
     rows = [row for chunk in results for row in chunk]
     table = summarise(rows, tasks, names)

@@ -43,6 +43,7 @@ from vrforge.schemas.layout import (
     difficulty_rank,
 )
 from vrforge.set_probes import LEARNERS, SetInputs, learner_figures, set_inputs
+from vrforge.threads import one_thread_per_process
 
 PICKER_LIMIT = 0.30
 # basic: the pickers and the probe; budget: also the learners of vrforge.set_probes, the set CNN
@@ -456,13 +457,18 @@ class _Workers:
                     bar.update(1)
             else:
                 if self.pool is None:
-                    self.pool = multiprocessing.get_context("forkserver").Pool(self.workers, initializer=reuse_large_buffers)
+                    self.pool = multiprocessing.get_context("forkserver").Pool(self.workers, initializer=_init_worker)
                 for result in self.pool.imap(function, items):
                     results.append(result)
                     bar.update(1)
         finally:
             bar.close()
         return results
+
+
+def _init_worker() -> None:
+    reuse_large_buffers()
+    one_thread_per_process()  # the pool is the parallelism
 
 
 def _figure(value: float | None) -> str:

@@ -29,6 +29,7 @@ from vrforge.builds.storage import Store
 from vrforge.builds.worker import build_with_gallery, init_worker
 from vrforge.cards.gallery import Block
 from vrforge.schemas.layout import MAIN_RESOLUTION
+from vrforge.threads import one_thread_per_process
 
 OnItems = Callable[[int], Any]
 GalleryBlocks = dict[tuple[str, str], Block]  # (task, level) -> the level's gallery tiles
@@ -117,6 +118,7 @@ def build_shard_task(store: Store, shard: Shard, recipe_seed: int, resolutions: 
     """One Dask task: build a shard's items in order and commit its files and record; with the
     level's gallery tiles when the shard holds its first item."""
     reuse_large_buffers()
+    one_thread_per_process()  # a Dask worker process runs one task per core it is given
     widths = shard.resolutions or resolutions
     blocks: list[Block] = []
 

@@ -14,6 +14,7 @@ from vrforge.buffers import reuse_large_buffers
 from vrforge.builds.item import BuiltItem, build_item
 from vrforge.builds.plan import PlanItem
 from vrforge.cards.gallery import Block, gallery_block
+from vrforge.threads import one_thread_per_process
 
 
 def gallery_example(built: BuiltItem, resolution: int) -> dict[str, Any]:
@@ -33,3 +34,4 @@ def build_with_gallery(item: PlanItem, widths: tuple[int, ...], config_hash: str
 def init_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
     reuse_large_buffers()
+    one_thread_per_process()  # the pool is the parallelism
