@@ -216,7 +216,7 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
                stand_in: Callable[[State], np.ndarray], rng: np.random.Generator, *,
                groups: Sequence[int] | np.ndarray | None = None, aspects: Callable[[State], Aspects] | None = None,
                combine: Combine | None = None, signed: bool = False, same_kind: bool | None = None,
-               mirrored: bool = False, tries: int = CODE_TRIES, fallback: bool = True,
+               signs_per_set: bool = False, tries: int = CODE_TRIES, fallback: bool = True,
                count: int = 4) -> list[tuple[str, State]]:
     """Four (violation, answer) distractors among which a solver must check at least two aspects
     (``aspects``, by default ``aspects_of(stand_in, groups)``), the solution a random member of its
@@ -236,10 +236,10 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
     first. ``signed``: the three edits add or remove ink (the sum of their stand-in's change) as a
     fair coin says, each on its own: where the edits that compose are mostly of one sign (a task
     whose violations each add or each remove ink), three of one sign would leave the solution
-    with the least or the most ink of its set. ``mirrored`` (with ``signed``): a try is kept only
-    where three edits of the opposite signs compose too (within ``tries``), so that a task whose
-    edits of one sign compose more often than the other's (cells added more freely than taken
-    away) keeps each pattern of signs as often as its opposite. ``same_kind``: every try takes three edits of one
+    with the least or the most ink of its set. ``signs_per_set`` (with ``signed``): the coin is
+    tossed once for the set and every try keeps to it; were it tossed again on every try, a task
+    whose edits of one sign compose more often than the other's (cells added more freely than
+    taken away) would keep that sign's sets more often. ``same_kind``: every try takes three edits of one
     violation (True), or of different ones (False), where a task's checks say which compose (by
     default the tries alternate); ``tries``: edit triples tried. Where the edits cannot compose
     (every composite breaks a second check) the set falls back to ``choose_star``, or
@@ -270,16 +270,14 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
         keys = {np.asarray(stand_in(state), dtype=np.float64).tobytes() for _, state in made}
         return None if len(keys) < 7 or base.tobytes() in keys else made
 
+    once = rng.choice((-1.0, 1.0), 3).tolist() if signed and signs_per_set else None
     for attempt in range(tries):
         # Edits of different violations compose where a task judges each aspect apart; where two
         # violations together break two checks, only edits of one violation compose: both are tried.
-        wanted = rng.choice((-1.0, 1.0), 3).tolist() if signed else None
+        wanted = once or (rng.choice((-1.0, 1.0), 3).tolist() if signed else None)
         alike = attempt % 2 == 1 if same_kind is None else same_kind
         made = composed(wanted, alike)
         if made is None:
-            continue
-        if mirrored and wanted is not None and \
-                all(composed([-w for w in wanted], alike) is None for _ in range(tries)):
             continue
         code = CODES[int(rng.integers(len(CODES)))]
         member = code[int(rng.integers(len(code)))]

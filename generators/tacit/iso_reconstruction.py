@@ -16,8 +16,8 @@ reverse is an edit.
 
 The four distractors come from ``_option_set.choose_set``: three edits of the solution that
 break the same view in different columns (the column heights are the aspects a solver
-checks), each adding or removing cubes as a fair coin says (a pattern of signs kept only
-where its opposite could be had too), combined into a code in which every edit is carried
+checks), each adding or removing cubes as a fair coin says (tossed once for the set),
+combined into a code in which every edit is carried
 by two or three of the five options; solids that carry two or three edits are made by
 applying them together (``_NearMisses.combine``), kept only when connected and judged wrong
 in that one view. A solver must then check at least two columns to rule out
@@ -176,7 +176,7 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     near = _NearMisses(meta, rng)
     try:
         chosen = _option_set.choose_set(heights, near.variants, near.stand_in, rng, aspects=column_aspects,
-                                        combine=near.combine, signed=True, mirrored=True, same_kind=True, tries=CODE_TRIES,
+                                        combine=near.combine, signed=True, signs_per_set=True, same_kind=True, tries=CODE_TRIES,
                                         fallback=False)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None

@@ -18,9 +18,9 @@ column miscounted by one; every mistake's reverse is a mistake on the result.
 
 The four distractors come from ``_option_set.choose_set``: three mistakes on one view, in
 different cells of the top view or different columns of the front or side view (the aspects
-a solver checks), each filling or emptying cells as a fair coin says (a pattern of signs kept
-only where its opposite could be had too: cells are added more freely than taken away, and
-three added cells would leave the solution with the least ink), combined into a code in
+a solver checks), each filling or emptying cells as a fair coin says (tossed once for the set:
+cells are added more freely than taken away, and a coin tossed again until its signs could
+be had would leave the solution with the least ink too often), combined into a code in
 which every mistake is carried by two or three of the five options; options that carry two
 or three mistakes are made by applying them together (``_NearMisses.combine``), kept only
 when still realizable and wrong in that one view. A solver must then check at least two
@@ -192,7 +192,7 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     groups = _aspect_groups(n)
     try:
         chosen = _option_set.choose_set(views, near.variants, near.stand_in, rng, groups=groups,
-                                        combine=near.combine, signed=True, mirrored=True, same_kind=True, tries=CODE_TRIES,
+                                        combine=near.combine, signed=True, signs_per_set=True, same_kind=True, tries=CODE_TRIES,
                                         fallback=False)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
