@@ -135,7 +135,6 @@ def test_each_violation_is_named():
 def test_each_distractor_fails_exactly_its_named_check(puzzle):
     assert len(puzzle.distractors) == 4 and set(puzzle.violations) <= set(verifier.CHECKS)
     for answer, name in zip(puzzle.distractors, puzzle.violations):
-        assert voxels.is_connected(answer)
         for width in (512, 2048):
             assert SPEC.verify(puzzle.meta, png(puzzle.meta, answer, width)).failed == [name]
         assert SPEC.verify(puzzle.meta, jpeg(resized(png(puzzle.meta, answer), 0.9), 85)).failed == [name]
@@ -155,7 +154,7 @@ def test_near_misses_fail_exactly_their_view_and_are_reversible(puzzle):
         assert len(found) >= 4 or answer is not puzzle.solution
         for name, other in found:
             checks, _ = verifier.judge(puzzle.meta, voxels.render(other)[0])
-            assert [k for k, ok in checks.items() if not ok] == [name] and voxels.is_connected(other)
+            assert [k for k, ok in checks.items() if not ok] == [name]
             assert _one_edit_apart(answer, other) and answer in _voxels.solid_edits(other)  # the reverse edit
 
 

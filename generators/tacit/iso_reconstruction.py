@@ -9,20 +9,21 @@ whose views match (see verifiers/iso_reconstruction.py), not only the reference 
 
 The reference solid is drawn unambiguously (the shared solver finds exactly one solid in
 its drawing). Distractors are solids that get exactly one view wrong. The near misses of a
-solid are the connected solids one edit away (a cube added to or taken from the top of a
-column, so a one-cube column added or taken away, or the top cube of a column moved onto
-another) whose drawing the verifier's own judge fails on exactly one view; every edit's
-reverse is an edit.
+solid are the solids one edit away (a cube added to or taken from the top of a column, so a
+one-cube column added or taken away, or the top cube of a column moved onto another) whose
+drawing the verifier's own judge fails on exactly one view; every edit's reverse is an edit.
+Their columns need not touch: on a small floor, columns could otherwise be added far more
+freely than taken away, and the solution would have the least ink of its set too often.
 
 The four distractors come from ``_option_set.choose_set``: three edits of the solution that
 break the same view in different columns (the column heights are the aspects a solver
 checks), each adding or removing cubes as a fair coin says (tossed once for the set),
-combined into a code in which every edit is carried
-by two or three of the five options; solids that carry two or three edits are made by
-applying them together (``_NearMisses.combine``), kept only when connected and judged wrong
-in that one view. A solver must then check at least two columns to rule out
-the four, whichever option is the solution; an attempt whose edits do not compose into a
-code is rejected rather than given a star of single edits.
+combined into a code in which every edit is carried by two or three of the five options;
+solids that carry two or three edits are made by applying them together
+(``_NearMisses.combine``), kept only when judged wrong in that one view. A solver must then
+check at least two columns to rule out the four, whichever option is the solution; an
+attempt whose edits do not compose into a code is rejected rather than given a star of
+single edits.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from vrforge.render import rasterise_cached
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import iso_reconstruction as verifier
 from vrforge.verifiers.sampling import hex_luminance
-from vrforge.verifiers.voxels import EMPTY, VIEWS, is_connected, lattice, projections, render
+from vrforge.verifiers.voxels import EMPTY, VIEWS, lattice, projections, render
 
 VERSION = "1.4.0"
 VARIANTS = 24  # near misses kept per answer: enough for three composing edits, few enough to judge quickly
@@ -87,7 +88,7 @@ def _wrong_views(solids: np.ndarray, reference: np.ndarray) -> np.ndarray:
 
 
 class _NearMisses:
-    """The near misses of any answer solid for one puzzle: connected solids one edit away whose
+    """The near misses of any answer solid for one puzzle: solids one edit away whose
     drawing the verifier's judge fails on exactly one view, and the composite edits of a code
     (``combine``). Edits that add and remove cubes are as likely in a set (``choose_set``'s
     ``signed`` coin), so the pool itself need not be balanced."""
@@ -128,11 +129,10 @@ class _NearMisses:
         seen = {self._labels(heights).tobytes()}
         found: list[tuple[str, Heights, np.ndarray]] = []
         for solid, views in zip(solids[keep].tolist(), wrong[keep]):
-            if is_connected(solid):
-                labels = self._labels(solid)
-                if labels.tobytes() not in seen:
-                    seen.add(labels.tobytes())
-                    found.append((f"{VIEWS[int(np.argmax(views))]}_mismatch", solid, labels))
+            labels = self._labels(solid)
+            if any(map(any, solid)) and labels.tobytes() not in seen:
+                seen.add(labels.tobytes())
+                found.append((f"{VIEWS[int(np.argmax(views))]}_mismatch", solid, labels))
         kept: list[tuple[str, Heights]] = []
         for i in self.rng.permutation(len(found)).tolist():  # judged in random order, up to VARIANTS
             if len(kept) < VARIANTS and self._judged(found[i][2]) == [found[i][0]]:
@@ -141,12 +141,12 @@ class _NearMisses:
 
     def combine(self, solution: Heights, heights: Heights, edited: Heights) -> tuple[str, Heights] | None:
         """``heights`` with the cubes that ``edited`` adds to or takes from ``solution``, and the
-        one check its drawing fails (None unless exactly one, or when it is no connected solid)."""
+        one check its drawing fails (None unless exactly one, or when it is no solid)."""
         joined = np.asarray(heights) + np.asarray(edited) - np.asarray(solution)
         if (joined < 0).any() or (joined > self.n).any() or np.array_equal(joined, heights):
             return None
         solid = joined.tolist()
-        if not is_connected(solid):
+        if not joined.any():
             return None
         failed = self._judged(self._labels(solid))
         return (failed[0], solid) if len(failed) == 1 else None
