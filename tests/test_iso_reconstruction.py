@@ -214,8 +214,8 @@ def test_pictures_have_no_text_and_share_the_drawing_code(puzzle):
 
 # sha256 of the 512 px solution PNG for seed 0, index 0.
 SNAPSHOTS = {
-    "easy": "79d73ba85de3e081716cf433800ea8c2bb5bc3078c5ece4e9a265dbed4db3e2c",
-    "medium": "b8139152820f8a7d4d3f6c7998fa3563ad818946aa636f99fcf7cc7605306e60",
+    "easy": "e6f82220c7ef88a9f0c29e2464081422eefb2c4c5db01a20b01120d51c400afe",
+    "medium": "b8ad8213a3fad3ef15adb41e48af4631d37dc672b3b3ad152cb2d671a49458d6",
     "hard": "e5a9083e645b21cf774c2efcd72c6a3d3f741f9c6aae46e784b70288a6728ed2",
 }
 
