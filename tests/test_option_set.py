@@ -170,3 +170,30 @@ def test_choose_set_falls_back_to_the_star_where_edits_do_not_compose():
         chosen = [state for _, state in _option_set.choose_set(solution, moves, grey, item_rng(seed))]
         assert len(set(chosen)) == 4 and solution not in chosen
         assert all(state in first or any(state in {s for _, s in moves(d)} for d in first) for state in chosen)
+    with pytest.raises(ValueError, match="no code"):  # or, asked to, turns the attempt down
+        _option_set.choose_set(solution, moves, grey, item_rng(0), fallback=False)
+
+
+def test_signs_per_set_toss_the_coin_once_and_turn_down_what_it_cannot_have():
+    """A toy task whose cells can be filled anywhere but emptied only in the first two, so three
+    emptying edits never compose. Tossed again on every try, the coin comes up with signs that
+    can be had and every attempt is kept (the sets then favour filling edits wherever emptying
+    is hard); tossed once per set, about one attempt in eight (three emptying edits) is turned
+    down."""
+    def lopsided(state: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
+        return [(kind, other) for kind, other in singles(state)
+                if sum(other) > sum(state) or next(i for i, (a, b) in enumerate(zip(state, other)) if a != b) < 2]
+
+    def turned_down(per_set: bool) -> int:
+        count = 0
+        for seed in range(80):
+            solution = (1, 1, *toy_solution(3000 + seed)[2:])
+            try:
+                _option_set.choose_set(solution, lopsided, grey, item_rng(seed), signed=True, signs_per_set=per_set,
+                                       same_kind=False, fallback=False)
+            except ValueError:
+                count += 1
+        return count
+
+    assert turned_down(False) == 0
+    assert 3 <= turned_down(True) <= 20

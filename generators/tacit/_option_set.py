@@ -215,7 +215,9 @@ CODE_TRIES = 6  # edit triples tried before the set falls back to a star
 def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, State]]],
                stand_in: Callable[[State], np.ndarray], rng: np.random.Generator, *,
                groups: Sequence[int] | np.ndarray | None = None, aspects: Callable[[State], Aspects] | None = None,
-               combine: Combine | None = None, signed: bool = False, count: int = 4) -> list[tuple[str, State]]:
+               combine: Combine | None = None, signed: bool = False, same_kind: bool | None = None,
+               signs_per_set: bool = False, tries: int = CODE_TRIES, fallback: bool = True,
+               count: int = 4) -> list[tuple[str, State]]:
     """Four (violation, answer) distractors among which a solver must check at least two aspects
     (``aspects``, by default ``aspects_of(stand_in, groups)``), the solution a random member of its
     set's structure.
@@ -234,8 +236,15 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
     first. ``signed``: the three edits add or remove ink (the sum of their stand-in's change) as a
     fair coin says, each on its own: where the edits that compose are mostly of one sign (a task
     whose violations each add or each remove ink), three of one sign would leave the solution
-    with the least or the most ink of its set. Where the edits cannot compose (every composite breaks a second check) the set falls
-    back to ``choose_star``."""
+    with the least or the most ink of its set. ``signs_per_set`` (with ``signed``): the coin is
+    tossed once for the set and every try keeps to it; were it tossed again on every try, a task
+    whose edits of one sign compose more often than the other's (cells added more freely than
+    taken away) would keep that sign's sets more often. ``same_kind``: every try takes three edits of one
+    violation (True), or of different ones (False), where a task's checks say which compose (by
+    default the tries alternate); ``tries``: edit triples tried. Where the edits cannot compose
+    (every composite breaks a second check) the set falls back to ``choose_star``, or
+    (``fallback`` False) ValueError is raised: a task that rejects the attempt then keeps only
+    codes, so every set it keeps has two aspects or more in play."""
     if count != 4:
         return choose_star(solution, variants, stand_in, rng, count=count)
     aspects = aspects or aspects_of(stand_in, groups)
@@ -246,28 +255,36 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
     touched = [differing(base_aspects, aspects(state)) for _, state in first]
     inks = [float(np.sign((vector - base).sum())) for vector in vectors]
     joiner = None if combine is None else partial(combine, solution)
-    for attempt in range(CODE_TRIES):
-        # Edits of different violations compose where a task judges each aspect apart; where two
-        # violations together break two checks, only edits of one violation compose: both are tried.
-        wanted = rng.choice((-1.0, 1.0), 3).tolist() if signed else None
-        edits = _disjoint_edits([kind for kind, _ in first], touched, rng, same_kind=attempt % 2 == 1,
+    def composed(wanted: list[float] | None, alike: bool) -> list[tuple[str, State]] | None:
+        edits = _disjoint_edits([kind for kind, _ in first], touched, rng, same_kind=alike,
                                 signs=(inks, wanted) if wanted is not None else None)
         if edits is None:
-            continue
+            return None
         # Every answer that carries some of the three edits, before the code and the solution's
         # member in it are drawn: were only the code's own answers made, a failure would turn
         # down the members that need more edits composed, and the sets kept would favour the
         # others (the centre among them), marking the solution.
         made = _compose(range(1, 8), [first[i] for i in edits], [touched[i] for i in edits], variants, aspects, joiner)
         if made is None:
-            continue
+            return None
         keys = {np.asarray(stand_in(state), dtype=np.float64).tobytes() for _, state in made}
-        if len(keys) < 7 or base.tobytes() in keys:
+        return None if len(keys) < 7 or base.tobytes() in keys else made
+
+    once = rng.choice((-1.0, 1.0), 3).tolist() if signed and signs_per_set else None
+    for attempt in range(tries):
+        # Edits of different violations compose where a task judges each aspect apart; where two
+        # violations together break two checks, only edits of one violation compose: both are tried.
+        wanted = once or (rng.choice((-1.0, 1.0), 3).tolist() if signed else None)
+        alike = attempt % 2 == 1 if same_kind is None else same_kind
+        made = composed(wanted, alike)
+        if made is None:
             continue
         code = CODES[int(rng.integers(len(CODES)))]
         member = code[int(rng.integers(len(code)))]
         chosen = [made[(row ^ member) - 1] for row in code if row != member]
         return [chosen[i] for i in rng.permutation(count).tolist()]
+    if not fallback:
+        raise ValueError(f"no code over three composing edits in {tries} tries")
     return choose_star(solution, variants, stand_in, rng, count=count)
 
 

@@ -9,16 +9,23 @@ Uniqueness: the drawing is read back by the shared solver (every heightmap whose
 shows exactly the same face shades on the isometric lattice); an attempt whose drawing
 admits more than one solid is rejected, so the three views follow from the picture.
 
-Distractors each get exactly one view wrong (and so fail exactly that check). The near misses
-of an answer (the solution or a distractor) are plausible one-edit mistakes on one of its
-grids: the view mirrored (seen from the opposite side; the top view also flipped front to
-back or transposed), a top view with one column added or missing, a front or side view with
-one column miscounted by one; every mistake's reverse is a mistake on the result. They are
-balanced: every mistake that fills cells is paired with one that empties about as many, so
-undoing a mistake looks like making one. The four distractors are a star of near misses
-chosen by ``_option_set.choose_star``: one time in five around the solution, otherwise
-around one of its near misses, with the solution (one mistake back) among the options; then
-all four usually get the same view wrong.
+Distractors each get exactly one view wrong (and so fail exactly that check), and each is a
+realizable set of views: the views of some solid, only not the drawn one. The near
+misses of an answer are plausible one-edit mistakes on one of its grids: the view mirrored
+(seen from the opposite side; the top view also flipped front to back or transposed), a top
+view with one column added, missing or drawn one cell off, a front or side view with one
+column miscounted by one; every mistake's reverse is a mistake on the result.
+
+The four distractors come from ``_option_set.choose_set``: three mistakes on one view, in
+different cells of the top view or different columns of the front or side view (the aspects
+a solver checks), each filling or emptying cells as a fair coin says (tossed once for the set:
+cells are added more freely than taken away, and a coin tossed again until its signs could
+be had would leave the solution with the least ink too often), combined into a code in
+which every mistake is carried by two or three of the five options; options that carry two
+or three mistakes are made by applying them together (``_NearMisses.combine``), kept only
+when still realizable and wrong in that one view. A solver must then check at least two
+cells or columns to rule out the four, whichever option is the solution; an attempt whose
+mistakes do not compose into a code is rejected rather than given a star of single edits.
 """
 
 from __future__ import annotations
@@ -32,8 +39,8 @@ from vrforge.verifiers import ortho_projection as verifier
 from vrforge.verifiers.sampling import hex_luminance
 from vrforge.verifiers.voxels import VIEWS, projections, render
 
-VERSION = "1.3.1"
-VARIANTS = 16  # near misses kept per answer
+VERSION = "1.4.0"
+CODE_TRIES = 30  # triples of mistakes tried before the attempt is rejected
 Grid = list[str]
 Views = dict[str, Grid]
 
@@ -60,7 +67,8 @@ def _skyline_grid(heights: np.ndarray, n: int) -> Grid:
 def _grid_edits(view: str, grid: Grid) -> list[Grid]:
     """Every plausible one-edit mistake on a view grid: the view mirrored (seen from the
     opposite side; the top view also flipped front to back or transposed), a top view with
-    one column added or taken away, a front or side view with one column miscounted by one.
+    one column added, taken away or moved to a free neighbouring cell, a front or side view
+    with one column miscounted by one.
     Each has its reverse among the mistakes on the result; empty grids are left out."""
     n = len(grid)
     a = _from_grid(grid)
@@ -72,6 +80,11 @@ def _grid_edits(view: str, grid: Grid) -> list[Grid]:
                 b = a.copy()
                 b[y, x] = not b[y, x]
                 out.append(b)
+                for dy, dx in ((0, 1), (1, 0), (0, -1), (-1, 0)):  # a column drawn one cell off
+                    if a[y, x] and 0 <= y + dy < n and 0 <= x + dx < n and not a[y + dy, x + dx]:
+                        b = a.copy()
+                        b[y, x], b[y + dy, x + dx] = False, True
+                        out.append(b)
     else:
         sky = a.sum(axis=0)
         for j in range(n):
@@ -83,12 +96,37 @@ def _grid_edits(view: str, grid: Grid) -> list[Grid]:
     return [_to_grid(b) for b in out if b.any()]
 
 
-class _NearMisses:
-    """The near misses of any answer for one puzzle: options one mistake away (``_grid_edits``)
-    that the verifier's judge fails on exactly one view, balanced in ink (``balanced_edits``)."""
+def _tallest_solid(option: Views) -> np.ndarray:
+    """The tallest heightmap under the option's top view that its front and side views allow:
+    every column as tall as the lower of its front and side skylines."""
+    front = _from_grid(option["front"]).sum(axis=0)  # per x
+    side = _from_grid(option["side"]).sum(axis=0)[::-1]  # per y: the side view has the front row at its left
+    return np.where(_from_grid(option["top"]), np.minimum(front[None, :], side[:, None]), 0)
 
-    def __init__(self, meta: dict, rng: np.random.Generator) -> None:
-        self.meta, self.rng = meta, rng
+
+def realizable(option: Views) -> bool:
+    """Whether the three views are those of some solid of stacked cubes (its columns need not
+    touch: a mistaken view need not show one piece). Any solid with them lies under the tallest
+    one the views allow, so they are realizable exactly when that one has them."""
+    tallest = _tallest_solid(option)
+    return bool(tallest.any()) and projections(tallest) == {view: list(option[view]) for view in VIEWS}
+
+
+def _aspect_groups(n: int) -> np.ndarray:
+    """The aspect of each stand-in coordinate (top cells, then front and side cells row by row):
+    every top-view cell is an aspect of its own, every front or side view column another."""
+    cells = np.arange(n * n)
+    return np.concatenate([cells, n * n + cells % n, n * n + n + cells % n])
+
+
+class _NearMisses:
+    """The near misses of any answer for one puzzle: realizable options one mistake away
+    (``_grid_edits``) that the verifier's judge fails on exactly one view, and the composite
+    mistakes of a code (``combine``). Filling and emptying mistakes are as likely in a set
+    (``choose_set``'s ``signed`` coin), so the pool itself need not be balanced."""
+
+    def __init__(self, meta: dict) -> None:
+        self.meta = meta
         n = meta["size"]
         # The ground line under the front and side views hides part of their bottom row, so a
         # cell there adds less ink than another: weigh each cell's ink by its visible share.
@@ -103,24 +141,36 @@ class _NearMisses:
         """The view cells' grey levels."""
         return np.concatenate([np.where(_from_grid(option[v]), self.filled[v], 255.0).ravel() for v in VIEWS])
 
+    def fault(self, option: Views) -> str | None:
+        """The one check a realizable option fails (None: it fails none, several, or is no solid's views)."""
+        failed = [name for name, ok in verifier.judge(self.meta, option).items() if not ok]
+        return failed[0] if len(failed) == 1 and realizable(option) else None
+
     def variants(self, option: Views) -> list[tuple[str, Views]]:
         found: list[tuple[str, Views]] = []
         seen = {_key(option)}
         for view in VIEWS:
             for grid in _grid_edits(view, option[view]):
                 other = {**option, view: grid}
-                failed = [name for name, ok in verifier.judge(self.meta, other).items() if not ok]
-                if len(failed) == 1 and _key(other) not in seen:
-                    seen.add(_key(other))
-                    found.append((failed[0], other))
-        base = self.stand_in(option)
-        inks = [float((base - self.stand_in(other)).sum()) for _, other in found]
-        return [found[i] for i in _voxels.balanced_edits(inks, self.rng, lambda i: True, VARIANTS)]
+                if _key(other) in seen:
+                    continue
+                seen.add(_key(other))
+                name = self.fault(other)
+                if name is not None:
+                    found.append((name, other))
+        return found
 
 
-def view_aspects(option: Views) -> tuple[bytes, ...]:
-    """An answer's aspects: its three views."""
-    return tuple(repr(option[v]).encode() for v in VIEWS)
+    def combine(self, solution: Views, option: Views, edited: Views) -> tuple[str, Views] | None:
+        """``option`` with the cells that ``edited`` changes in ``solution``, and the one check it
+        fails (None unless exactly one, or when the views are no solid's)."""
+        joined = dict(option)
+        for view in VIEWS:
+            if edited[view] != solution[view]:
+                before, after = _from_grid(solution[view]), _from_grid(edited[view])
+                joined[view] = _to_grid(np.where(before != after, after, _from_grid(option[view])))
+        name = None if _key(joined) == _key(option) else self.fault(joined)
+        return None if name is None else (name, joined)
 
 
 def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
@@ -138,9 +188,12 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
         "palette": dict(_voxels.PALETTE),
     }
 
-    near = _NearMisses(meta, rng)
+    near = _NearMisses(meta)
+    groups = _aspect_groups(n)
     try:
-        chosen = _option_set.choose_star(views, near.variants, near.stand_in, rng)
+        chosen = _option_set.choose_set(views, near.variants, near.stand_in, rng, groups=groups,
+                                        combine=near.combine, signed=True, signs_per_set=True, same_kind=True, tries=CODE_TRIES,
+                                        fallback=False)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
 
@@ -149,7 +202,8 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
         "columns": float((h > 0).sum()),
         "max_height": float(h.max()),
         "visible_unit_faces": float((labels > 0).sum() / 2),
-        "aspects_in_play": _option_set.set_aspects(views, chosen, view_aspects),  # the views a solver must check
+        # the top-view cells and front or side view columns a solver must check
+        "aspects_in_play": _option_set.set_aspects(views, chosen, _option_set.aspects_of(near.stand_in, groups)),
     }
     return Puzzle(
         meta=meta,
