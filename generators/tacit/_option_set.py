@@ -215,7 +215,7 @@ CODE_TRIES = 6  # edit triples tried before the set falls back to a star
 def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, State]]],
                stand_in: Callable[[State], np.ndarray], rng: np.random.Generator, *,
                groups: Sequence[int] | np.ndarray | None = None, aspects: Callable[[State], Aspects] | None = None,
-               combine: Combine | None = None, signed: bool = False, star: bool = True,
+               combine: Combine | None = None, signed: bool = False, tries: int = CODE_TRIES,
                count: int = 4) -> list[tuple[str, State]]:
     """Four (violation, answer) distractors among which a solver must check at least two aspects
     (``aspects``, by default ``aspects_of(stand_in, groups)``), the solution a random member of its
@@ -236,9 +236,8 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
     fair coin says, each on its own: where the edits that compose are mostly of one sign (a task
     whose violations each add or each remove ink), three of one sign would leave the solution
     with the least or the most ink of its set. Where the edits cannot compose (every composite breaks a second check) the set falls
-    back to ``choose_star``, or (``star`` False) raises ValueError: whether the code is made is
-    settled before the solution's member in it is drawn, so turning the puzzle down then says
-    nothing of which option is the solution."""
+    back to ``choose_star`` after ``tries`` triples of edits (a task whose edits seldom compose
+    tries more: each try draws afresh, so the first ones are the same whatever the number)."""
     if count != 4:
         return choose_star(solution, variants, stand_in, rng, count=count)
     aspects = aspects or aspects_of(stand_in, groups)
@@ -249,7 +248,7 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
     touched = [differing(base_aspects, aspects(state)) for _, state in first]
     inks = [float(np.sign((vector - base).sum())) for vector in vectors]
     joiner = None if combine is None else partial(combine, solution)
-    for attempt in range(CODE_TRIES):
+    for attempt in range(tries):
         # Edits of different violations compose where a task judges each aspect apart; where two
         # violations together break two checks, only edits of one violation compose: both are tried.
         wanted = rng.choice((-1.0, 1.0), 3).tolist() if signed else None
@@ -271,8 +270,6 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
         member = code[int(rng.integers(len(code)))]
         chosen = [made[(row ^ member) - 1] for row in code if row != member]
         return [chosen[i] for i in rng.permutation(count).tolist()]
-    if not star:
-        raise ValueError("no code of three edits that compose")
     return choose_star(solution, variants, stand_in, rng, count=count)
 
 

@@ -28,9 +28,8 @@ kept when it breaks one kind only). Every edit permutes the symbols of the cells
 so every option holds the same symbols off the givens, and undoing one is the same edit. The
 options are a code over three edits in disjoint cells chosen by ``_option_set.choose_set``:
 each edit is carried by two or three of the five options, the solution a random member, so
-that ruling out the others takes checking at least two cells whichever option is the solution;
-an attempt whose edits do not compose into a code is turned down (that is settled before the
-solution's member is drawn), never answered with a star. No distractor has an empty cell: every
+that ruling out the others takes checking at least two cells whichever option is the solution
+(CODE_TRIES triples are tried before the set falls back to a star). No distractor has an empty cell: every
 full grid that fails one check holds each symbol N times, as the solution does, so only a
 blank would change the ink, and a blank would mark its set's options as full grids around a
 solution (``empty_cell`` is still judged on answers).
@@ -81,7 +80,8 @@ PALETTE: dict[str, Any] = {
 }
 SHAPES = ("circle", "square", "triangle", "diamond", "hexagon", "star", "cross")
 EMPTY = verifier.EMPTY
-PER_CHECK = 6  # variants kept per failed check
+PER_CHECK = 12  # variants kept per failed check: enough for three in disjoint cells
+CODE_TRIES = 24  # triples of edits tried for a code: on a small grid with many givens few triples compose
 
 
 @dataclass(frozen=True)
@@ -502,7 +502,7 @@ def _distractors(meta: dict, solution: list[int], rng: np.random.Generator) -> l
     n = meta["size"]
     start = tuple(tuple(row) for row in _as_rows(solution, n))
     try:
-        chosen = _option_set.choose_set(start, lambda grid: _variants(meta, grid, rng), _cells, rng, star=False,
+        chosen = _option_set.choose_set(start, lambda grid: _variants(meta, grid, rng), _cells, rng, tries=CODE_TRIES,
                                         combine=lambda solution, grid, edited: _combined(meta, solution, grid, edited))
     except ValueError as exc:
         raise RejectedPuzzle(str(exc)) from None
