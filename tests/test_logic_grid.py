@@ -31,9 +31,9 @@ SNAPSHOTS = {
 }
 # sha256 of the JSON of (answer index, violations, distractor grids) for item_rng(0).
 OPTION_SNAPSHOTS = {
-    "easy": "55408c4d35c0f600abc0a16c29a3ad6a39deafa74ef3e17658515190b1605a22",
-    "medium": "fdf376d503ac46ca19bc18cb01dec58458c652e068ce03579a3b8f84559d92e2",
-    "hard": "6645ccc56361b9cc1d0464551afe35ed9eb3480f98ed72b08633e4a527647fea",
+    "easy": "4d1abf3ec4c4fc675ca37effdef171999c1b6ed8fd335212a7d93926ca6c46a6",
+    "medium": "e276f72eb0b025b031cebd2baa389b9b23ac07a7817398e21104c5e671ff133f",
+    "hard": "4dc9430f03d5ba927b8769f236f0bab8436464971ba690be649b20fd6f961b2e",
 }
 
 
