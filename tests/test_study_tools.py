@@ -60,7 +60,7 @@ def test_solution_drawn_with_the_tools_passes_and_a_distractor_fails_its_check(t
     assert spec.draw(puzzle.meta, built) == spec.draw(puzzle.meta, puzzle.solution)
     assert spec.verify(puzzle.meta, render_pngs(spec.draw(puzzle.meta, built), [512])[512]).passed
     drawable = [(d, v) for d, v in zip(puzzle.distractors, puzzle.violations) if tools.encode(puzzle.meta, d) is not None]
-    for index in range(1, 10):  # a set whose distractors all change a given (logic_grid) has none the tools draw
+    for index in range(1, 10):  # a set whose distractors change what the tools keep fixed has none they draw
         if drawable:
             break
         puzzle = accepted_puzzle(task, "easy", index)

@@ -241,7 +241,8 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
     whose edits of one sign compose more often than the other's (cells added more freely than
     taken away) would keep that sign's sets more often. ``same_kind``: every try takes three edits of one
     violation (True), or of different ones (False), where a task's checks say which compose (by
-    default the tries alternate); ``tries``: edit triples tried. Where the edits cannot compose
+    default the tries alternate); ``tries``: edit triples tried (a task whose edits seldom
+    compose tries more: each try draws afresh, so the first ones are the same whatever the number). Where the edits cannot compose
     (every composite breaks a second check) the set falls back to ``choose_star``, or
     (``fallback`` False) ValueError is raised: a task that rejects the attempt then keeps only
     codes, so every set it keeps has two aspects or more in play."""

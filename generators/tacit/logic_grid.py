@@ -17,18 +17,22 @@ clues added one at a time, each one ruling out the current second solution, then
 redundant clue removed, so each remaining clue is needed.
 
 Distractors are near misses of the filled grid, each failing exactly one check by the
-verifier's own judge. The edit: the four cells of a rectangle (two rows by two columns)
-mirrored left-right, which repeats symbols in its two columns (``column_repeat``), or
-top-bottom (``row_repeat``); where the rectangle holds two symbols crosswise both mirrors give
-another Latin square, which breaks a clue because the solution is unique (``given_changed``,
-``order_violation``, ``forbidden_symbol``; kept when it breaks one kind only). The options are
-a star chosen by ``_option_set.choose_star``: one time in five the solution with four of its
-near misses, otherwise a near miss with the solution and three near misses of that
-distractor around it. Every edit changes four cells and undoing one is an edit of the same
-kind, so the solution sits among the options like any distractor. No distractor has an empty
-cell: every full grid that fails one check holds each symbol N times, as the solution does,
-so only a blank would change the ink, and a blank would mark its set's options as full
-grids around a solution (``empty_cell`` is still judged on answers).
+verifier's own judge, and none touches a given: the bare puzzle shows the givens alone, so an
+option that changed one would differ from the puzzle where the solution never does, and the
+option nearest the puzzle's picture would be the solution. The edits: two cells of a row
+swapped, which repeats symbols in their two columns (``column_repeat``), or of a column
+(``row_repeat``); or the four cells of a rectangle (two rows by two columns) mirrored, which
+does the same, or, where the rectangle holds two symbols crosswise, gives another Latin square
+that breaks a clue because the solution is unique (``order_violation``, ``forbidden_symbol``;
+kept when it breaks one kind only). Every edit permutes the symbols of the cells it changes,
+so every option holds the same symbols off the givens, and undoing one is the same edit. The
+options are a code over three edits in disjoint cells chosen by ``_option_set.choose_set``:
+each edit is carried by two or three of the five options, the solution a random member, so
+that ruling out the others takes checking at least two cells whichever option is the solution
+(CODE_TRIES triples are tried before the set falls back to a star). No distractor has an empty cell: every
+full grid that fails one check holds each symbol N times, as the solution does, so only a
+blank would change the ink, and a blank would mark its set's options as full grids around a
+solution (``empty_cell`` is still judged on answers).
 
 Drawing is crisp (no anti-aliasing): exact palette PNGs, and at 512 px the glyphs are 40+ px.
 """
@@ -52,7 +56,7 @@ from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import logic_grid as verifier
 
-VERSION = "1.3.0"
+VERSION = "1.4.0"
 TASK = "logic_grid"
 CELL = 40.0  # SVG units per cell
 MARGIN = 14.0
@@ -76,7 +80,8 @@ PALETTE: dict[str, Any] = {
 }
 SHAPES = ("circle", "square", "triangle", "diamond", "hexagon", "star", "cross")
 EMPTY = verifier.EMPTY
-PER_CHECK = 6  # variants kept per failed check
+PER_CHECK = 12  # variants kept per failed check: enough for three in disjoint cells
+CODE_TRIES = 24  # triples of edits tried for a code: on a small grid with many givens few triples compose
 
 
 @dataclass(frozen=True)
@@ -432,26 +437,43 @@ def _with(grid: Grid, changes: dict[tuple[int, int], int]) -> Grid:
     return tuple(tuple(changes.get((r, c), v) for c, v in enumerate(row)) for r, row in enumerate(grid))
 
 
-def _edits(grid: Grid) -> list[Grid]:
-    """Every rectangle of ``grid`` (two rows by two columns) mirrored left-right and top-bottom,
-    right or wrong. A mirror changes four cells whatever it breaks: the symbols of the two
-    columns (rows) repeat, or, when the rectangle holds two symbols crosswise, both mirrors give
-    another Latin square, which breaks a clue. Mirroring again undoes it, so the solution, one
-    edit back from a distractor, is a near miss of it like any other."""
+def _edits(grid: Grid, fixed: frozenset[tuple[int, int]] = frozenset()) -> list[Grid]:
+    """Every swap of two cells in a row or a column of ``grid``, and every rectangle (two rows by
+    two columns) mirrored left-right and top-bottom, right or wrong, that leaves the cells in
+    ``fixed`` (the givens) alone. A swap in a row repeats symbols in its two columns
+    (``column_repeat``), one in a column in its two rows; a mirror does the same, or, when the
+    rectangle holds two symbols crosswise, both mirrors give another Latin square, which breaks a
+    clue because the solution is unique. Each edit permutes the symbols of the cells it changes
+    and undoing it is the same edit, so the solution, one edit back from a distractor, is a near
+    miss of it like any other."""
     n = len(grid)
     out: list[Grid] = []
+    for r, (c1, c2) in product(range(n), combinations(range(n), 2)):
+        if not {(r, c1), (r, c2)} & fixed:
+            out.append(_with(grid, {(r, c1): grid[r][c2], (r, c2): grid[r][c1]}))  # in a row
+        if not {(c1, r), (c2, r)} & fixed:
+            out.append(_with(grid, {(c1, r): grid[c2][r], (c2, r): grid[c1][r]}))  # in a column
     for (r1, r2), (c1, c2) in product(combinations(range(n), 2), repeat=2):
+        if {(r1, c1), (r1, c2), (r2, c1), (r2, c2)} & fixed:
+            continue
         a, b, c, d = grid[r1][c1], grid[r1][c2], grid[r2][c1], grid[r2][c2]
         out.append(_with(grid, {(r1, c1): b, (r1, c2): a, (r2, c1): d, (r2, c2): c}))  # left-right
         out.append(_with(grid, {(r1, c1): c, (r1, c2): d, (r2, c1): a, (r2, c2): b}))  # top-bottom
     return out
 
 
+def _fixed(meta: dict) -> frozenset[tuple[int, int]]:
+    """The given cells: the bare puzzle shows them, so an answer that changed one would stand
+    apart from the solution in the one place every option can be compared with the puzzle."""
+    return frozenset((r, c) for r, c, _ in meta["givens"])
+
+
 def _variants(meta: dict, grid: Grid, rng: np.random.Generator) -> list[tuple[str, Grid]]:
-    """Near misses of ``grid``: its small changes that fail exactly one check, at most
-    PER_CHECK of each check (drawn at random) so that no kind of edit outnumbers the others."""
+    """Near misses of ``grid``: its small changes, the givens left alone, that fail exactly one
+    check, at most PER_CHECK of each check (drawn at random) so that no kind of edit outnumbers
+    the others."""
     by_check: dict[str, list[Grid]] = {}
-    for edited in dict.fromkeys(_edits(grid)):
+    for edited in dict.fromkeys(_edits(grid, _fixed(meta))):
         if edited == grid:
             continue
         failed = _failed(meta, edited)
@@ -480,7 +502,7 @@ def _distractors(meta: dict, solution: list[int], rng: np.random.Generator) -> l
     n = meta["size"]
     start = tuple(tuple(row) for row in _as_rows(solution, n))
     try:
-        chosen = _option_set.choose_set(start, lambda grid: _variants(meta, grid, rng), _cells, rng,
+        chosen = _option_set.choose_set(start, lambda grid: _variants(meta, grid, rng), _cells, rng, tries=CODE_TRIES,
                                         combine=lambda solution, grid, edited: _combined(meta, solution, grid, edited))
     except ValueError as exc:
         raise RejectedPuzzle(str(exc)) from None
