@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 
 import numpy as np
 import pytest
@@ -135,6 +134,7 @@ def test_each_violation_is_named():
 def test_each_distractor_fails_exactly_its_named_check(puzzle):
     assert len(puzzle.distractors) == 4 and set(puzzle.violations) <= set(verifier.CHECKS)
     for answer, name in zip(puzzle.distractors, puzzle.violations):
+        assert voxels.is_connected(answer)
         for width in (512, 2048):
             assert SPEC.verify(puzzle.meta, png(puzzle.meta, answer, width)).failed == [name]
         assert SPEC.verify(puzzle.meta, jpeg(resized(png(puzzle.meta, answer), 0.9), 85)).failed == [name]
@@ -147,27 +147,37 @@ def _one_edit_apart(a, b) -> bool:
     return (len(changed) == 1 and abs(changed[0]) == 1) or (sorted(changed.tolist()) == [-1, 1])
 
 
-def test_near_misses_fail_exactly_their_view_and_are_reversible(puzzle):
+def test_near_misses_fail_exactly_their_view_are_balanced_and_reversible(puzzle):
     near = generator._NearMisses(puzzle.meta, np.random.default_rng(0))
     for answer in (puzzle.solution, *puzzle.distractors):
         found = near.variants(answer)
-        assert len(found) >= 4 or answer is not puzzle.solution
+        assert len(found) >= 4 or answer is not puzzle.solution  # a leaf of the star may have none
+        base, inks = near.stand_in(answer), []
         for name, other in found:
             checks, _ = verifier.judge(puzzle.meta, voxels.render(other)[0])
-            assert [k for k, ok in checks.items() if not ok] == [name]
+            assert [k for k, ok in checks.items() if not ok] == [name] and voxels.is_connected(other)
             assert _one_edit_apart(answer, other) and answer in _voxels.solid_edits(other)  # the reverse edit
+            inks.append(float((base - near.stand_in(other)).sum()))
+        # As many edits add ink as remove it, so the solution (one edit back) is no extreme.
+        assert sum(i > 0 for i in inks) == sum(i < 0 for i in inks)
 
 
-def test_distractors_form_a_code_of_three_edits_in_different_columns():
-    for index in range(4):
-        p = make("hard", index)
-        heights = [np.asarray(o) for o in p.options()]
-        changed = [np.flatnonzero((h != heights[0]).ravel()) for h in heights[1:]]
-        # Every column where some option differs from the solution holds two or three values'
-        # worth of options: no option stands alone in a column height.
-        for column in set(np.concatenate(changed).tolist()):
-            assert sorted(Counter(int(h.ravel()[column]) for h in heights).values()) == [2, 3], column
-        assert p.stats["aspects_in_play"] >= 2
+def test_only_some_distractors_have_near_misses_that_mend_their_view():
+    mending = []
+    for index in range(8):
+        p = make("medium", index)
+        near = generator._NearMisses(p.meta, np.random.default_rng(index))
+        for answer, name in zip(p.distractors, p.violations):
+            kinds = {kind for kind, _ in near.variants(answer)}
+            if kinds:
+                mending.append(kinds != {name})
+    assert 0 < sum(mending) < len(mending)
+
+
+def test_distractors_form_a_star_around_one_option():
+    for index in range(6):
+        options = make("hard", index).options()
+        assert any(all(o is c or _one_edit_apart(o, c) for o in options) for c in options)
 
 
 def test_options_are_pairwise_different_pixels(puzzle):

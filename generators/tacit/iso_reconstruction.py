@@ -9,21 +9,17 @@ whose views match (see verifiers/iso_reconstruction.py), not only the reference 
 
 The reference solid is drawn unambiguously (the shared solver finds exactly one solid in
 its drawing). Distractors are solids that get exactly one view wrong. The near misses of a
-solid are the solids one edit away (a cube added to or taken from the top of a column, so a
-one-cube column added or taken away, or the top cube of a column moved onto another) whose
-drawing the verifier's own judge fails on exactly one view; every edit's reverse is an edit.
-Their columns need not touch: on a small floor, columns could otherwise be added far more
-freely than taken away, and the solution would have the least ink of its set too often.
-
-The four distractors come from ``_option_set.choose_set``: three edits of the solution that
-break the same view in different columns (the column heights are the aspects a solver
-checks), each adding or removing cubes as a fair coin says (tossed once for the set),
-combined into a code in which every edit is carried by two or three of the five options;
-solids that carry two or three edits are made by applying them together
-(``_NearMisses.combine``), kept only when judged wrong in that one view. A solver must then
-check at least two columns to rule out the four, whichever option is the solution; an
-attempt whose edits do not compose into a code is rejected rather than given a star of
-single edits.
+solid (the solution or a distractor) are the connected solids one edit away (a cube added
+to or taken from the top of a column, so a one-cube column added or taken away, or the top
+cube of a column moved onto another) whose drawing the verifier's own judge fails on exactly
+one view. A near miss of a distractor that mends its wrong view and breaks another mostly
+undoes the distractor's edit, and so sits next to the solution: with such near misses always
+allowed the solution would be the most central option too often, without them the least
+central, so they are allowed for a share (MENDING_SHARE) of the distractors. They are
+balanced: every edit that adds ink is paired with one that removes about as much, so undoing
+an edit looks like making one. The four distractors are a star of near misses chosen by
+``_option_set.choose_star``: one time in five around the solution, otherwise around one of
+its near misses, with the solution (one edit back) among the options.
 """
 
 from __future__ import annotations
@@ -42,11 +38,10 @@ from vrforge.render import rasterise_cached
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import iso_reconstruction as verifier
 from vrforge.verifiers.sampling import hex_luminance
-from vrforge.verifiers.voxels import EMPTY, VIEWS, lattice, projections, render
+from vrforge.verifiers.voxels import EMPTY, VIEWS, is_connected, lattice, projections, render
 
-VERSION = "1.4.0"
-VARIANTS = 24  # near misses kept per answer: enough for three composing edits, few enough to judge quickly
-CODE_TRIES = 30  # triples of edits tried before the attempt is rejected
+VERSION = "1.3.1"
+VARIANTS = 10  # near misses kept per answer: enough for a star, few enough to judge quickly
 STRICT_SSIM = 0.99999  # verify --strict: only a pixel-faithful drawing of the reference solid passes
 SSIM_MAX_WIDTH = 512  # larger answers are compared after the same box reduction of both images
 
@@ -77,6 +72,9 @@ def _grey_vector(n: int, labels: np.ndarray) -> np.ndarray:
 
 
 Heights = list[list[int]]
+CENTRE_LEAVES = 3  # near misses a distractor needs to be the centre of a set (``choose_star``)
+MENDING_SHARE = 0.3  # distractors whose near misses may mend their view and break another
+SURELY_ENOUGH = 16  # a solid with this many one-edit solids failing one view has enough near misses
 
 
 def _wrong_views(solids: np.ndarray, reference: np.ndarray) -> np.ndarray:
@@ -88,10 +86,10 @@ def _wrong_views(solids: np.ndarray, reference: np.ndarray) -> np.ndarray:
 
 
 class _NearMisses:
-    """The near misses of any answer solid for one puzzle: solids one edit away whose
-    drawing the verifier's judge fails on exactly one view, and the composite edits of a code
-    (``combine``). Edits that add and remove cubes are as likely in a set (``choose_set``'s
-    ``signed`` coin), so the pool itself need not be balanced."""
+    """The near misses of any answer solid for one puzzle: connected solids one edit away whose
+    drawing the verifier's judge fails on exactly one view (for most distractors, their own
+    view), balanced in ink (``balanced_edits``). The solution's near misses are those that can each centre a
+    set (with enough near misses of their own), so that the solution centres it only by lot."""
 
     def __init__(self, meta: Mapping[str, Any], rng: np.random.Generator) -> None:
         self.meta, self.rng, self.n = meta, rng, meta["size"]
@@ -118,45 +116,49 @@ class _NearMisses:
 
     def variants(self, heights: Heights) -> list[tuple[str, Heights]]:
         key = str(heights)
-        if key not in self.found:  # kept: composing edits asks again
+        if key not in self.found:  # kept: the set chooser asks again for what the solution's check drew
             self.found[key] = self._variants(heights)
         return self.found[key]
 
+    def _can_centre(self, heights: Heights) -> bool:
+        """Whether a distractor has enough near misses to centre a set: surely when it has many
+        candidate edits (the cheap count), otherwise by finding them."""
+        wrong = _wrong_views(_voxels.solid_edits(heights), self.reference)
+        own = _wrong_views(np.asarray([heights]), self.reference)[0]
+        if ((wrong.sum(axis=1) == 1) & wrong[:, own].all(axis=1)).sum() >= SURELY_ENOUGH:
+            return True
+        return len(self.variants(heights)) >= CENTRE_LEAVES
+
     def _variants(self, heights: Heights) -> list[tuple[str, Heights]]:
+        own = _wrong_views(np.asarray([heights]), self.reference)[0]
         solids = _voxels.solid_edits(heights)
         wrong = _wrong_views(solids, self.reference)
         keep = wrong.sum(axis=1) == 1
+        if own.any() and self.rng.random() >= MENDING_SHARE:
+            keep &= wrong[:, own].all(axis=1)
+        base = self.stand_in(heights)
         seen = {self._labels(heights).tobytes()}
         found: list[tuple[str, Heights, np.ndarray]] = []
         for solid, views in zip(solids[keep].tolist(), wrong[keep]):
-            labels = self._labels(solid)
-            if any(map(any, solid)) and labels.tobytes() not in seen:
-                seen.add(labels.tobytes())
-                found.append((f"{VIEWS[int(np.argmax(views))]}_mismatch", solid, labels))
-        kept: list[tuple[str, Heights]] = []
-        for i in self.rng.permutation(len(found)).tolist():  # judged in random order, up to VARIANTS
-            if len(kept) < VARIANTS and self._judged(found[i][2]) == [found[i][0]]:
-                kept.append((found[i][0], found[i][1]))
-        return kept
+            if is_connected(solid):
+                labels = self._labels(solid)
+                if labels.tobytes() not in seen:
+                    seen.add(labels.tobytes())
+                    found.append((f"{VIEWS[int(np.argmax(views))]}_mismatch", solid, labels))
+        inks = [float((base - _grey_vector(self.n, labels)).sum()) for _, _, labels in found]
 
-    def combine(self, solution: Heights, heights: Heights, edited: Heights) -> tuple[str, Heights] | None:
-        """``heights`` with the cubes that ``edited`` adds to or takes from ``solution``, and the
-        one check its drawing fails (None unless exactly one, or when it is no solid)."""
-        joined = np.asarray(heights) + np.asarray(edited) - np.asarray(solution)
-        if (joined < 0).any() or (joined > self.n).any() or np.array_equal(joined, heights):
-            return None
-        solid = joined.tolist()
-        if not joined.any():
-            return None
-        failed = self._judged(self._labels(solid))
-        return (failed[0], solid) if len(failed) == 1 else None
+        def accept(i: int) -> bool:
+            kind, solid, labels = found[i]
+            return self._judged(labels) == [kind] and (own.any() or self._can_centre(solid))
+
+        kept = _voxels.balanced_edits(inks, self.rng, accept, VARIANTS)
+        return [(found[i][0], found[i][1]) for i in kept]
 
 
-def _columns(heights: Heights) -> np.ndarray:
-    return np.asarray(heights, dtype=np.float64).ravel()
-
-
-column_aspects = _option_set.aspects_of(_columns)  # a solid's aspects: its column heights, one each
+def view_aspects(heights: Heights) -> tuple[bytes, ...]:
+    """A solid's aspects: its three views, what a solver compares a candidate with."""
+    views = projections(heights)
+    return tuple(repr(views[v]).encode() for v in VIEWS)
 
 
 def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
@@ -175,9 +177,7 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
 
     near = _NearMisses(meta, rng)
     try:
-        chosen = _option_set.choose_set(heights, near.variants, near.stand_in, rng, aspects=column_aspects,
-                                        combine=near.combine, signed=True, signs_per_set=True, same_kind=True, tries=CODE_TRIES,
-                                        fallback=False)
+        chosen = _option_set.choose_star(heights, near.variants, near.stand_in, rng)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
 
@@ -187,8 +187,8 @@ def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
         "columns": float((h > 0).sum()),
         "max_height": float(h.max()),
         "visible_unit_faces": float((labels != EMPTY).sum() / 2),
-        # the column heights a solver must check to rule out every distractor
-        "aspects_in_play": _option_set.set_aspects(heights, chosen, column_aspects),
+        # the views a solver must compare with to rule out every distractor
+        "aspects_in_play": _option_set.set_aspects(heights, chosen, view_aspects),
     }
     return Puzzle(
         meta=meta,
