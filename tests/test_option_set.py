@@ -170,3 +170,6 @@ def test_choose_set_falls_back_to_the_star_where_edits_do_not_compose():
         chosen = [state for _, state in _option_set.choose_set(solution, moves, grey, item_rng(seed))]
         assert len(set(chosen)) == 4 and solution not in chosen
         assert all(state in first or any(state in {s for _, s in moves(d)} for d in first) for state in chosen)
+    # A task that would rather turn the puzzle down than show a star says so.
+    with pytest.raises(ValueError, match="compose"):
+        _option_set.choose_set(solution, moves, grey, item_rng(0), star=False)

@@ -197,7 +197,10 @@ def _codes(columns: int = 3) -> list[tuple[int, ...]]:
     needs at least two checks from every member's side: each aspect splits the five 2 + 3, so no
     member is alone in any aspect. From the solution's side such a set needs two or three checks,
     whichever member it is, so the set may be translated onto any member without marking it.
-    (Three checks from every side cannot be had: at most one member of five needs three.)"""
+    (Three checks from every side cannot be had: at most one member of five needs three here,
+    and over any binary aspects, tried exhaustively over every set of the fifteen ways to split
+    five options in two, some member needs at most two; a set that needed three from the
+    solution's side alone would mark it.)"""
     from itertools import combinations
 
     found: list[tuple[int, ...]] = []
@@ -215,7 +218,8 @@ CODE_TRIES = 6  # edit triples tried before the set falls back to a star
 def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, State]]],
                stand_in: Callable[[State], np.ndarray], rng: np.random.Generator, *,
                groups: Sequence[int] | np.ndarray | None = None, aspects: Callable[[State], Aspects] | None = None,
-               combine: Combine | None = None, signed: bool = False, count: int = 4) -> list[tuple[str, State]]:
+               combine: Combine | None = None, signed: bool = False, star: bool = True,
+               count: int = 4) -> list[tuple[str, State]]:
     """Four (violation, answer) distractors among which a solver must check at least two aspects
     (``aspects``, by default ``aspects_of(stand_in, groups)``), the solution a random member of its
     set's structure.
@@ -235,7 +239,8 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
     fair coin says, each on its own: where the edits that compose are mostly of one sign (a task
     whose violations each add or each remove ink), three of one sign would leave the solution
     with the least or the most ink of its set. Where the edits cannot compose (every composite breaks a second check) the set falls
-    back to ``choose_star``."""
+    back to ``choose_star``, or (``star=False``, for a task that turns such a puzzle down rather
+    than show a set one check rules out) raises ValueError."""
     if count != 4:
         return choose_star(solution, variants, stand_in, rng, count=count)
     aspects = aspects or aspects_of(stand_in, groups)
@@ -268,6 +273,8 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
         member = code[int(rng.integers(len(code)))]
         chosen = [made[(row ^ member) - 1] for row in code if row != member]
         return [chosen[i] for i in rng.permutation(count).tolist()]
+    if not star:
+        raise ValueError("no three edits of the solution compose")
     return choose_star(solution, variants, stand_in, rng, count=count)
 
 
