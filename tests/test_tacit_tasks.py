@@ -83,7 +83,8 @@ def test_context_blind_pickers_stay_near_chance(task):
 
 
 # The tasks whose near misses compose into codes (``_option_set.choose_set``): on hard every set needs two checks.
-COMPOSING = ("ca_forward", "ca_inverse", "graph_coloring", "graph_isomorphism", "logic_grid", "ortho_projection")
+COMPOSING = ("ca_forward", "ca_inverse", "graph_coloring", "graph_isomorphism", "logic_grid", "ortho_projection", "raven",
+             "unknot")
 
 
 @pytest.mark.parametrize("task", BUILT_IN)

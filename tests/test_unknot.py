@@ -45,6 +45,22 @@ def test_exactly_one_diagram_is_the_unknot_certified_by_knot_floer_homology(puzz
         assert not unknot._alternating([tuple(x) for x in d["pd_code"]])  # no alternating give-away
 
 
+def test_no_framed_diagram_is_alone_at_any_crossing_so_two_crossings_are_in_play(puzzle):
+    """The five framed diagrams, read as switched crossings: at each crossing none, two or three of
+    the four distractors differ from the unknot, so ruling them out takes two crossings at least,
+    and the same holds from every framed diagram's side (none is alone in any crossing)."""
+    from vrforge.generators.tacit import _option_set
+
+    diagrams = puzzle.meta["diagrams"]
+    framed = [puzzle.solution[0], *(d[0] for d in puzzle.distractors)]
+    rows = np.asarray([[int(k in diagrams[f]["switched"]) for k in range(puzzle.meta["crossings"])] for f in framed])
+    assert set(rows[1:].sum(axis=0).tolist()) <= {0, 2, 3}
+    aspects = _option_set.aspects_of(np.asarray)
+    seen = [_option_set.aspects_in_play(aspects(row), [aspects(other) for j, other in enumerate(rows) if j != i])
+            for i, row in enumerate(rows)]
+    assert min(seen) >= 2 and puzzle.stats["aspects_in_play"] == seen[0], seen
+
+
 def test_crossing_switch_is_an_involution_and_mirror_keeps_the_unknot():
     p = make("medium", 1)
     pd = [tuple(x) for x in p.meta["diagrams"][p.meta["unknot"]]["pd_code"]]
@@ -226,11 +242,12 @@ def test_knot_floer_homology_stays_fast_at_the_crossing_cap():
 
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
 # drawing or encoding changes these. Generator 1.2.0: the legend above the grid, strands at
-# least 12 units apart in the layout and crossing gaps at least 3.6 units.
+# least 12 units apart in the layout and crossing gaps at least 3.6 units. 1.4.0: the framed knotted
+# diagrams are chosen so that none of the five is alone at any crossing.
 SNAPSHOTS = {
-    "easy": "d867b1a841af3c213cf0be7eaf35aa84da1f7b1929bd2619b4238d3e7555691f",
-    "medium": "9924b5912aa632234d3d7c4418c7a6c43fd613c2f41f5776d9da062922833acb",
-    "hard": "0716856ae246308fa18b909db01844e7e70ae742cee4f8a0e75087eda8d004da",
+    "easy": "3386d8381f0fc5ad017378aba901cb6e2862eeeec8ee1c7b1293c41a7417bc7c",
+    "medium": "064e0b93ab872aa712e52a5f614e84465340e0a9c37262ffcaa828959a2addd1",
+    "hard": "24e66d57232a818ef3991f27db84fbfb93376e5971693cd9328c8fdbc98a837b",
 }
 
 

@@ -197,7 +197,10 @@ def _codes(columns: int = 3) -> list[tuple[int, ...]]:
     needs at least two checks from every member's side: each aspect splits the five 2 + 3, so no
     member is alone in any aspect. From the solution's side such a set needs two or three checks,
     whichever member it is, so the set may be translated onto any member without marking it.
-    (Three checks from every side cannot be had: at most one member of five needs three.)"""
+    (Three checks from every side cannot be had: at most one member of five needs three here,
+    and over any binary aspects, tried exhaustively over every set of the fifteen ways to split
+    five options in two, some member needs at most two; a set that needed three from the
+    solution's side alone would mark it.)"""
     from itertools import combinations
 
     found: list[tuple[int, ...]] = []

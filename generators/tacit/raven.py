@@ -20,13 +20,25 @@ rows determine the rule and the rule determines the answer.
 
 Distractors: all four of a puzzle differ from the answer along one axis, each failing exactly
 the check it names: the whole panel in another colour (wrong_colour) or another shape type
-(wrong_type), or one object moved to an empty slot (wrong_position). The shared star chooser
-(``_option_set.choose_star``) builds the set around a centre that is the answer only one time
+(wrong_type), or objects moved to empty slots (wrong_position). The aspects a solver checks are
+the objects' attributes slot by slot (``_stand_in``); ``aspects_in_play`` counts how many of them
+rule out all four. Only moves compose into distractors that still fail one check: two
+whole-panel edits of different attributes fail two checks, and a single object recoloured or
+reshaped would leave the answer the only panel whose objects agree. Moves are used wherever a
+set over the slots needs two checked slots: on a 3x3 lattice always, as a code of three composed
+moves (``_option_set.choose_set``, never falling back to a star, whose one moved slot rules out
+every distractor) or, where three moves do not compose, five of the six fillings of a block of
+four slots (``_block_set``); a 3x3 answer with fewer than two objects or empty slots is turned
+down. On a 2x2 lattice an answer of two objects is always edited along the slots (any four of
+its five other fillings need two checks). Two slots from every member's side is the most a set
+of five can ask over binary aspects without marking the solution (see ``_option_set._codes``).
+Otherwise (a single slot, or a 2x2 answer of one or three objects, whose three other fillings are
+too few) the shared star chooser builds the set around a centre that is the answer only one time
 in five, otherwise a distractor with the answer one edit back; every edit's reverse is an edit
-of the same kind (another colour, another type, another move), so the answer looks like any
-other option around the centre. Along colour and type every value appears in every set, so the
-axis is chosen to make each answer value equally likely there; a puzzle with no axis left (one
-slot, or too few moves) is turned down. Checks that no axis yields, and why:
+of the same kind (another colour, another type), so the answer looks like any other option
+around the centre, and one attribute rules the set out. Along colour and type every value
+appears in every set, so the axis is chosen to make each answer value equally likely there; a
+puzzle with no axis left is turned down. Checks that no axis yields, and why:
 wrong_size and wrong_rotation (a whole panel has only three other sizes or turns, too few for
 four distractors, and resizing or turning single objects would leave the answer the only panel
 whose objects agree, a tell without solving the matrix); wrong_count (the panels that fail only
@@ -40,6 +52,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -54,7 +67,8 @@ from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import raven as rv
 
 # 1.3.0: arrowheads between the panels of each row show that the rules run along the rows.
-VERSION = "1.4.0"
+# 1.5.0: sets over the slots wherever they need two slots checked (every 3x3 set; 2x2 answers of two objects).
+VERSION = "1.5.0"
 WIDTH = 400
 MARGIN = 10
 GAP = 10
@@ -298,6 +312,15 @@ ANSWER_FREQUENCIES: dict[int, dict[str, tuple[float, ...]]] = {
 AXIS_SHARE = 0.5  # the two whole-panel axes together never take more than the whole
 MIN_VARIANTS = 4  # a set of four distractors
 AXES = ("colour", "type", "positions")  # what the distractors of one puzzle all change
+COMPOSING_GRIDS = (3,)  # lattices whose sets are built over the slots from three composed moves
+
+
+def _two_slot_checks(grid: int, answer: Mapping[str, Any]) -> bool:
+    """Whether a set over the slots needs two checked slots: on a 3x3 lattice from three
+    composed moves, or a block of four slots where they do not compose (``_block_set``); on a
+    2x2 one when the answer holds two objects, whose four moves (or a move's own four) leave no
+    slot in which every distractor differs from the answer."""
+    return grid in COMPOSING_GRIDS or (grid == 2 and len(answer["positions"]) == 2)
 
 
 def _stand_in(panel: Mapping[str, Any], slots: int) -> np.ndarray:
@@ -345,9 +368,12 @@ def _combined(meta: Mapping[str, Any], solution: dict, panel: dict, edited: dict
 
 
 def _choose_axis(meta: Mapping[str, Any], answer: dict, rng: np.random.Generator) -> str:
-    """Colour or type with probability AXIS_SHARE * (rarest value's frequency / answer value's),
-    otherwise the slots when the answer has at least MIN_VARIANTS moves; else the puzzle is
-    turned down (rejecting instead of falling back keeps each answer value equally likely)."""
+    """The slots wherever a set over them needs two checks (``_two_slot_checks``). Otherwise colour
+    or type with probability AXIS_SHARE * (rarest value's frequency / answer value's), else the
+    slots when the answer has at least MIN_VARIANTS moves; else the puzzle is turned down
+    (rejecting instead of falling back keeps each answer value equally likely)."""
+    if _two_slot_checks(meta["layout"]["grid"], answer):
+        return "positions"
     frequencies = ANSWER_FREQUENCIES[meta["layout"]["grid"]]
     draw = rng.random()
     for axis in ("colour", "type"):
@@ -360,12 +386,46 @@ def _choose_axis(meta: Mapping[str, Any], answer: dict, rng: np.random.Generator
     raise RejectedPuzzle("no axis for the distractors")
 
 
+def _block_set(meta: Mapping[str, Any], answer: dict, rng: np.random.Generator) -> list[tuple[str, dict]]:
+    """Four panels that keep every object of the answer but two, which are placed in two others of
+    a block of four slots (two of the answer's objects, two empty slots, drawn at random): five of
+    the six ways to fill the block with two objects, the one left out drawn at random among the
+    distractors. Each fails only the positions; no slot shows every distractor differing from the
+    answer, so two slots must be checked; and the answer, like every option, is the block's
+    complement of the one left out one time in five, so the set does not mark it."""
+    occupied, slots = list(answer["positions"]), len(meta["layout"]["slots"])
+    empty = [s for s in range(slots) if s not in occupied]
+    if len(occupied) < 2 or len(empty) < 2:
+        raise ValueError("no block of two objects and two empty slots")
+    pair = [int(s) for s in rng.choice(occupied, size=2, replace=False)]
+    block = pair + [int(s) for s in rng.choice(empty, size=2, replace=False)]
+    kept = [s for s in occupied if s not in pair]
+    fillings = [set(f) for f in combinations(block, 2) if set(f) != set(pair)]
+    left_out = int(rng.integers(len(fillings)))
+    chosen = []
+    for filling in (f for i, f in enumerate(fillings) if i != left_out):
+        panel = {**answer, "positions": sorted([*kept, *filling])}
+        failed = [name for name, ok in rv.judge(meta, rv.panel_objects(panel)).items() if not ok]
+        if len(failed) != 1:
+            raise ValueError(f"a block panel fails {failed}")
+        chosen.append((failed[0], panel))
+    return [chosen[i] for i in rng.permutation(len(chosen)).tolist()]
+
+
 def _distractors(meta: dict, answer: dict, rng: np.random.Generator) -> list[tuple[str, dict]]:
     slots = len(meta["layout"]["slots"])
     axis = _choose_axis(meta, answer, rng)
+    composing = meta["layout"]["grid"] in COMPOSING_GRIDS
     try:
         return _option_set.choose_set(answer, _variants(meta, axis), lambda panel: _stand_in(panel, slots), rng,
-                                      combine=partial(_combined, meta) if axis == "positions" else None)
+                                      combine=partial(_combined, meta) if axis == "positions" else None,
+                                      fallback=not composing)
+    except ValueError as exc:
+        if not composing:
+            raise RejectedPuzzle(f"distractors: {exc}") from None
+    # No three moves compose (fewer than three objects or empty slots): a block of four slots.
+    try:
+        return _block_set(meta, answer, rng)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
 

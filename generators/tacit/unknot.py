@@ -31,7 +31,19 @@ call is timed: an instance over ``HFK_TIME_BOUND_S`` is rejected (the build coun
 Options and checks. The solution frames the unknot; each distractor frames a different
 knotted diagram and fails exactly ``marked_knotted``. The five options are the same
 picture with one frame in different cells, and the unknot's cell is uniformly random, so
-the context-blind pickers choose by cell position alone and score chance (0.20). The
+the context-blind pickers choose by cell position alone and score chance (0.20). The aspects
+a solver checks are the shadow's crossings (which strand is over): ``aspects_in_play`` counts
+the crossings at which the framed diagrams must be compared with the unknot to rule out all
+four. The four distractors are drawn from a pool of random knotted assignments so that no
+framed diagram is alone at any crossing (at each crossing none, two or three of the
+distractors differ from the unknot): two crossings at least, whichever option is the unknot.
+Three from every option's side cannot be had with five options over binary aspects (see
+``_option_set._codes``), and three from the unknot's side alone would mark it. Distractors are
+not built by composing crossing changes of the unknot (``choose_set``): switching one or two
+crossings of an unknot diagram often leaves the unknot, and every composite would need its own
+certificate; more to the point, diagrams a few switches from the unknot and from each other
+would show the solver the three crossings where they differ, a much smaller puzzle than
+telling random assignments apart. The
 checks ``no_mark`` (bare puzzle), ``several_marks`` and ``diagrams_missing`` (a frame on an
 erased picture) reject other wrong answers in the generative track.
 
@@ -54,17 +66,20 @@ import math
 import random
 import time
 from dataclasses import dataclass
+from itertools import combinations
 from typing import Any
 
 import numpy as np
 
+from vrforge.generators.tacit import _option_set
 from vrforge.params import ParamError, check_params, param
 from vrforge.registry import TaskSpec, register_task
 from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import unknot as unknot_verifier
 
-VERSION = "1.3.0"
+# 1.4.0: the four framed knotted diagrams leave no framed diagram alone at any crossing (two crossings to check).
+VERSION = "1.4.0"
 CELL = 200.0  # SVG units per diagram cell
 MARGIN = 8.0  # the least margin
 EDGE_SHARE = 0.055  # of each dimension kept clear on every side: a 5 % crop of any side keeps every frame
@@ -526,30 +541,68 @@ def _hfk_rank(pd: list[tuple[int, ...]]) -> int:
     return rank
 
 
-def _knotted_variants(pd: list[tuple[int, ...]], count: int, rng: np.random.Generator) -> list[tuple[list[int], int]]:
-    """``count`` distinct crossing assignments of the shadow, each certified knotted by HFK.
+def _knotted(pd: list[tuple[int, ...]], bits: tuple[int, ...]) -> tuple[list[int], int] | None:
+    """The switched crossings and HFK rank of the assignment ``bits``; None if alternating or unknotted."""
+    flips = [k for k, b in enumerate(bits) if b]
+    switched = _flip(pd, set(flips))
+    if _alternating(switched):
+        return None
+    rank = _hfk_rank(switched)
+    return (flips, rank) if rank > 1 else None
+
+
+def _knotted_variants(pd: list[tuple[int, ...]], count: int, rng: np.random.Generator,
+                      seen: set[tuple[int, ...]], least: int | None = None) -> list[tuple[list[int], int]]:
+    """Up to ``count`` (at least ``least``, by default all) crossing assignments of the shadow not
+    in ``seen``, each certified knotted by HFK.
 
     Assignments are uniformly random (not a few switches away from the unknot), so the
     unknot's assignment is not the centre of the set; alternating ones are skipped.
     """
     n = len(pd)
-    seen = {(0,) * n}
     found = []
     for _ in range(VARIANT_TRIES * count):
+        if len(found) == count:
+            break
         bits = tuple(int(b) for b in rng.integers(2, size=n))
         if bits in seen:
             continue
         seen.add(bits)
-        flips = [k for k in range(n) if bits[k]]
-        switched = _flip(pd, set(flips))
-        if _alternating(switched):
-            continue
-        rank = _hfk_rank(switched)
-        if rank > 1:
-            found.append((flips, rank))
-            if len(found) == count:
-                return found
-    raise RejectedPuzzle("too few knotted crossing assignments")
+        knotted = _knotted(pd, bits)
+        if knotted is not None:
+            found.append(knotted)
+    if len(found) < (count if least is None else least):
+        raise RejectedPuzzle("too few knotted crossing assignments")
+    return found
+
+
+POOL = 20  # random knotted assignments among which the four distractors are chosen
+# Per crossing, how many of the four distractors may be switched from the unknot's assignment:
+# none, two or three; never one or four, which would leave a framed diagram alone at the crossing.
+SPLITS = (0, 2, 3)
+
+
+def _knotted_diagrams(pd: list[tuple[int, ...]], count: int, rng: np.random.Generator,
+                      seen: set[tuple[int, ...]]) -> list[tuple[list[int], int]]:
+    """``count`` knotted diagrams, uniformly random assignments certified by HFK, the first four
+    of them the distractors: four of a pool of ``POOL`` such that no framed diagram (the unknot
+    among them) is alone at any crossing. Ruling out the other four then takes at least two
+    crossings whichever option is the unknot, and the rule treats the five alike, so the
+    unknot's assignment is no more the centre of the set than among random ones."""
+    pool = _knotted_variants(pd, max(POOL, count), rng, seen, least=count)
+    bits = np.asarray([_assignment(flips, len(pd)) for flips, _ in pool])
+    quads = np.asarray(list(combinations(range(len(pool)), 4)))
+    fitting = np.flatnonzero(np.isin(bits[quads].sum(axis=1), SPLITS).all(axis=1))
+    if not len(fitting):
+        raise RejectedPuzzle("no four knotted diagrams without a lone crossing")
+    quad = quads[int(fitting[int(rng.integers(len(fitting)))])].tolist()
+    rest = [i for i in range(len(pool)) if i not in quad]
+    return [pool[i] for i in quad + rest[:count - 4]]
+
+
+def _assignment(flips: list[int], crossings: int) -> tuple[int, ...]:
+    """A diagram's crossing assignment as bits over the shadow's crossings (1: switched from the unknot's)."""
+    return tuple(int(k in flips) for k in range(crossings))
 
 
 def _shadow(crossings: int, rng: np.random.Generator) -> tuple[list[tuple[int, ...]], dict[str, Any], float, int]:
@@ -581,9 +634,13 @@ def _shadow(crossings: int, rng: np.random.Generator) -> tuple[list[tuple[int, .
 def generate(config: UnknotConfig, rng: np.random.Generator) -> Puzzle:
     crossings = int(rng.integers(config.min_crossings, config.max_crossings + 1))
     pd, smooth, unit_px, retries = _shadow(crossings, rng)
-    variants = _knotted_variants(pd, config.diagrams - 1, rng)
+    # The four distractors first, the knotted diagrams no option frames after, in random cells.
+    knotted = _knotted_diagrams(pd, config.diagrams - 1, rng, {_assignment([], len(pd))})
+    order = rng.permutation(len(knotted)).tolist()
+    variants = [knotted[i] for i in order]
     unknot_slot = int(rng.integers(config.diagrams))
     variants.insert(unknot_slot, ([], 1))
+    framed = [cell + (cell >= unknot_slot) for cell, i in enumerate(order) if i < 4]
 
     width, height, cells = _grid(config)
     stroke = float(np.clip(0.2 * unit_px, *STROKE_RANGE))
@@ -607,13 +664,14 @@ def generate(config: UnknotConfig, rng: np.random.Generator) -> Puzzle:
                    "ink_samples": ink},
         "palette": dict(PALETTE),
     }
-    knotted = [i for i in range(config.diagrams) if i != unknot_slot]
-    chosen = rng.permutation(knotted)[:4].tolist()
+    chosen = [framed[i] for i in rng.permutation(4).tolist()]
     answer_index = int(rng.integers(5))
     stats = {"crossings": float(crossings), "diagrams": float(config.diagrams), "grid_unit_px": unit_px,
              "shadow_redraws": float(retries),
-             # every option marks one diagram: showing the marked one is the unknot rules out all four
-             "aspects_in_play": 1.0,
+             # the crossings at which the framed diagrams must be compared with the unknot's to rule out all four
+             "aspects_in_play": _option_set.set_aspects(
+                 _assignment([], len(pd)), [("marked_knotted", _assignment(variants[i][0], len(pd))) for i in chosen],
+                 _option_set.aspects_of(np.asarray)),
              "mean_knotted_hfk_rank": float(np.mean([r for _, r in variants if r > 1]))}
     return Puzzle(meta=meta, solution=[unknot_slot], distractors=tuple([k] for k in chosen),
                   violations=("marked_knotted",) * 4, answer_index=answer_index, stats=stats)
