@@ -109,7 +109,7 @@ def realizable(option: Views) -> bool:
     touch: a mistaken view need not show one piece). Any solid with them lies under the tallest
     one the views allow, so they are realizable exactly when that one has them."""
     tallest = _tallest_solid(option)
-    return bool(tallest.any()) and projections(tallest) == {view: list(option[view]) for view in VIEWS}
+    return bool(tallest.any()) and projections(tallest.tolist()) == {view: list(option[view]) for view in VIEWS}
 
 
 def _aspect_groups(n: int) -> np.ndarray:

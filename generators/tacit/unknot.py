@@ -560,7 +560,7 @@ def _knotted_variants(pd: list[tuple[int, ...]], count: int, rng: np.random.Gene
     unknot's assignment is not the centre of the set; alternating ones are skipped.
     """
     n = len(pd)
-    found = []
+    found: list[tuple[list[int], int]] = []
     for _ in range(VARIANT_TRIES * count):
         if len(found) == count:
             break
