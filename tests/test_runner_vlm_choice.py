@@ -582,10 +582,13 @@ def test_ctrl_c_stops_tacit_choice_after_the_questions_in_flight(dataset, tmp_pa
     import threading
     import time
 
+    pressed = threading.Lock()  # one Ctrl-C: two threads may both see the sixth answer
+
     class Slow(FakeBackend):
         def answer(self, question):
             time.sleep(0.05)
-            if len(self.questions) == 6:  # Ctrl-C once a puzzle's worth of questions is answered, whatever the load
+            # Ctrl-C once a puzzle's worth of questions is answered, whatever the load.
+            if len(self.questions) >= 6 and pressed.acquire(blocking=False):
                 threading.Timer(0.05, _thread.interrupt_main).start()
             return super().answer(question)
 

