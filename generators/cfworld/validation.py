@@ -343,10 +343,9 @@ def check_near_duplicate(scenario: Scenario, existing: Iterable[Scenario]) -> li
 _AUTO: Any = object()
 
 
-@cache
 def default_embedder() -> Embedder | None:
-    """The bundled all-MiniLM-L6-v2 sentence model (``paraphrase.leak_embedder``), loaded once per
-    process; None when it is not installed (the lexical checks still run)."""
+    """The bundled all-MiniLM-L6-v2 sentence model (``paraphrase.leak_embedder``, loaded once per
+    process); None when it is not installed (the lexical checks still run)."""
     from vrforge.generators.cfworld.paraphrase import leak_embedder
 
     return leak_embedder()
