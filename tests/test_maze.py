@@ -314,6 +314,21 @@ def test_expert_edits_are_balanced_in_ink(expert):
             assert far <= max(maze.LEAVES, len(around) - far)
 
 
+@pytest.mark.parametrize("difficulty", ["hard", "expert"])
+def test_edits_leave_the_marker_cells_as_drawn(difficulty, request):
+    # The solution carries none of its set's edits: an edit that covered more of a portal disc (or
+    # uncovered one) would leave it the option showing the most (or least) of the portal colours.
+    puzzle = request.getfixturevalue("expert") if difficulty == "expert" else make(difficulty)
+    answers = [maze.drawing_of(a) for a in (puzzle.solution, *puzzle.distractors)]
+    markers = {tuple(puzzle.meta["start"]), tuple(puzzle.meta["end"])}
+    markers |= {(layer, *p["cell"]) for p in puzzle.meta["portals"] for layer in p["layers"]}
+
+    def drawn(d):
+        return d.cells & markers, {x for x in d.links if x[0] in markers or x[1] in markers}
+
+    assert all(drawn(d) == drawn(answers[0]) for d in answers[1:])
+
+
 def test_legacy_configs_keep_their_edits():
     assert all(maze._legacy(SPEC.config(d)) for d in ("easy", "medium"))
     assert not maze._legacy(SPEC.config("hard"))  # three layers: two rows since 1.4.0

@@ -36,8 +36,12 @@ most ink or the one farthest from the others more often than a variant of the ce
 edit changes more than EDIT_LIMIT cells and links (shortcuts through a wall and moved layer
 changes were the largest edits), and around a distractor the variants that
 step back toward the solution are dropped before the two sides in ink are balanced, not
-after. A strip of one or two layers without decoys keeps 1.2.0's edits: its puzzles are unchanged (a strip of
-three, 1.3.0's hard, is drawn in two rows since 1.4.0).
+after. Since 1.5.0 a balanced edit also leaves the marker cells (portal discs, start, end) as it
+found them, their cells and the links into them: the solution carries none of its set's edits,
+and a line run on through a portal covered more of its disc where no edit uncovered one, so the
+solution was the option that showed the most of the portal colours. A strip of one or two
+layers without decoys keeps 1.2.0's edits: its puzzles are unchanged (a strip of three, 1.3.0's
+hard, is drawn in two rows since 1.4.0).
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ from vrforge.svgdraw import fmt, new_drawing, polyline_path, segments_path, to_s
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import maze as maze_verifier
 
-VERSION = "1.4.0"
+VERSION = "1.5.0"
 REGIONS = 3  # per side of a layer: the aspects of a drawing are its 3 x 3 regions per layer
 CELL = 20  # SVG units per cell
 MARGIN = 16  # the least margin, for small mazes
@@ -553,6 +557,7 @@ class _Editor:
         # Portal discs stay under the line where it covers them: an uncovered disc adds a colour
         # to the picture that the solution never shows, so gaps and pruning leave them alone.
         self.discs = frozenset((layer, *p["cell"]) for p in meta["portals"] for layer in p["layers"])
+        self.markers = self.discs | {self.start, self.end}
         self.salt = salt
         self.judge = maze_verifier.Judge(meta)
         self.judge.passages  # noqa: B018 - built now: every candidate is judged against it
@@ -624,6 +629,7 @@ class _Editor:
         rng = np.random.default_rng([self.salt, digest])
         found: list[tuple[str, Drawing]] = []
         seen = {drawing}
+        marked = self._at_markers(drawing)
         edits = {"extend": self._extend, "prune": self._prune, "divert": self._divert, "branch": self._branch, "cut": self._cut,
                  "island": self._island, "breach": self._breach, "jump": self._jump}
         for kind, quota in QUOTA.items():
@@ -633,7 +639,7 @@ class _Editor:
                     break
                 if candidate is None or candidate in seen:
                     continue
-                if self.balanced and _changed(candidate, drawing) > EDIT_LIMIT:
+                if self.balanced and (_changed(candidate, drawing) > EDIT_LIMIT or self._at_markers(candidate) != marked):
                     continue
                 seen.add(candidate)
                 tried += 1
@@ -672,6 +678,14 @@ class _Editor:
             found = self._not_back(drawing, found)
         self._found[drawing] = found
         return found
+
+    def _at_markers(self, drawing: Drawing) -> tuple[frozenset[Node], frozenset[Link]]:
+        """What a drawing puts on the marker cells (portal discs, start, end): the cells and their
+        links. The solution is the one option that carries none of its set's edits, so an edit
+        that covered more of a disc (a line run on through a portal) and none that uncovered one
+        left the solution the option that shows the most of the discs' colours."""
+        return (drawing.cells & self.markers,
+                frozenset(x for x in drawing.links if x[0] in self.markers or x[1] in self.markers))
 
     def _not_back(self, drawing: Drawing, found: list[tuple[str, Drawing]]) -> list[tuple[str, Drawing]]:
         """The variants of a distractor no nearer the solution than the distractor itself."""
