@@ -327,6 +327,7 @@ def test_edits_leave_the_marker_cells_as_drawn(difficulty, request):
         return d.cells & markers, {x for x in d.links if x[0] in markers or x[1] in markers}
 
     assert all(drawn(d) == drawn(answers[0]) for d in answers[1:])
+    assert puzzle.stats["aspects_in_play"] >= 2
 
 
 def test_legacy_configs_keep_their_edits():

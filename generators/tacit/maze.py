@@ -39,7 +39,9 @@ step back toward the solution are dropped before the two sides in ink are balanc
 after. Since 1.5.0 a balanced edit also leaves the marker cells (portal discs, start, end) as it
 found them, their cells and the links into them: the solution carries none of its set's edits,
 and a line run on through a portal covered more of its disc where no edit uncovered one, so the
-solution was the option that showed the most of the portal colours. A strip of one or two
+solution was the option that showed the most of the portal colours. Their sets draw the signs of
+their three edits (adding or removing ink) once (``signs_per_set``), and a set whose edits do not
+compose is not drawn as a star (one aspect in play): the maze is drawn again. A strip of one or two
 layers without decoys keeps 1.2.0's edits: its puzzles are unchanged (a strip of three, 1.3.0's
 hard, is drawn in two rows since 1.4.0).
 """
@@ -903,7 +905,8 @@ def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.r
     regions = editor.regions()
     try:
         chosen = _option_set.choose_set(solution, editor.variants, editor.stand_in, rng, groups=regions,
-                                        combine=editor.combine, signed=True)
+                                        combine=editor.combine, signed=True, signs_per_set=balanced,
+                                        fallback=not balanced)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
     in_play = _option_set.set_aspects(solution, chosen, _option_set.aspects_of(editor.stand_in, regions))
