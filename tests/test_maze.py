@@ -330,6 +330,18 @@ def test_edits_leave_the_marker_cells_as_drawn(difficulty, request):
     assert puzzle.stats["aspects_in_play"] >= 2
 
 
+@pytest.mark.parametrize("difficulty", ["hard", "expert"])
+def test_balanced_options_are_each_one_unbroken_line(difficulty, request):
+    # A gap or a stray line adds two line ends and a branch one: the solution, one line, had the
+    # fewest. Every option is one line through the portals, with the solution's line ends.
+    puzzle = request.getfixturevalue("expert") if difficulty == "expert" else make(difficulty)
+    answers = [maze.drawing_of(a) for a in (puzzle.solution, *puzzle.distractors)]
+    checks = [verifier.judge(puzzle.meta, d.cells, d.links) for d in answers]
+    assert all(c["disconnected"] and c["branching"] for c in checks)
+    assert {maze._line_ends(d) for d in answers} == {2 * puzzle.meta["layers"]}
+    assert set(puzzle.violations) <= set(maze.ONE_LINE_KINDS)
+
+
 def test_legacy_configs_keep_their_edits():
     assert all(maze._legacy(SPEC.config(d)) for d in ("easy", "medium"))
     assert not maze._legacy(SPEC.config("hard"))  # three layers: two rows since 1.4.0

@@ -39,9 +39,17 @@ step back toward the solution are dropped before the two sides in ink are balanc
 after. Since 1.5.0 a balanced edit also leaves the marker cells (portal discs, start, end) as it
 found them, their cells and the links into them: the solution carries none of its set's edits,
 and a line run on through a portal covered more of its disc where no edit uncovered one, so the
-solution was the option that showed the most of the portal colours. Their sets draw the signs of
-their three edits (adding or removing ink) once (``signs_per_set``), and a set whose edits do not
-compose is not drawn as a star (one aspect in play): the maze is drawn again. A strip of one or two
+solution was the option that showed the most of the portal colours. Every balanced answer is one
+unbroken line with the solution's line ends (``ONE_LINE_KINDS``): a gap or a stray line adds two
+line ends and a branch one, and the solution, the one option without edits, had the fewest in
+84 % of hard sets. With the marker cells as drawn, that leaves the edits through walls: a
+shortcut or a detour (mostly less ink) and a reroute (a longer piece of line through a wall,
+mostly more); an edit that leaves the ink as it was is dropped (a wall crossed tips it toward
+less ink on the picture). Their walls are drawn over the line: a line over a wall covered wall
+pixels, so the solution, the one option crossing no wall, showed the most wall colour (the
+verifier reads a line under a wall either side of it). Their sets draw the signs of their three
+edits (adding or removing ink) once (``signs_per_set``), and a set whose edits do not compose is
+not drawn as a star (one aspect in play): the maze is drawn again. A strip of one or two
 layers without decoys keeps 1.2.0's edits: its puzzles are unchanged (a strip of three, 1.3.0's
 hard, is drawn in two rows since 1.4.0).
 """
@@ -50,10 +58,11 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 
@@ -468,11 +477,17 @@ CONVENTIONS = {
 Node = tuple[int, int, int]  # (layer, row, col)
 Link = tuple[Node, Node]  # the smaller node first
 DISTRACTOR_KINDS = ("wrong_exit", "branching", "disconnected", "wall_breach", "portal_skip")
+# The violations one unbroken line can fail. A gap or a stray line adds two line ends, a branch
+# one, and the solution (one line) has the fewest: balanced edits keep every answer one line.
+ONE_LINE_KINDS = ("wrong_exit", "wall_breach", "portal_skip")
 KMAX = 6  # the most cells one edit adds or removes
 # Variants kept per kind of edit, in pairs that add and remove about the same ink (running a
 # line end on / pruning it, a branch / a gap, a stray line / a gap, a detour / a shortcut), so
 # that the solution, one edit back from the set's centre, is not the one with the least or most ink.
 QUOTA = {"extend": 4, "prune": 4, "divert": 4, "branch": 4, "cut": 4, "island": 4, "breach": 6, "jump": 4}
+# Balanced edits keep one line through the marker cells as drawn, which leaves the edits through
+# walls: a shortcut or a detour (``breach``, mostly less ink) and a reroute (mostly more).
+ONE_LINE_QUOTA = {"breach": 8, "reroute": 8}
 TRIES = 3  # candidates judged per variant kept, at most: bounds the cost of edits that rarely fit
 # With ``balanced`` edits (configs 1.2.0 could not make: see ``_legacy``) an edit changes (adds
 # or takes away) at most the cells and links of a gap or a stray line of KMAX cells. A set
@@ -508,6 +523,12 @@ def _ink(drawing: Drawing) -> int:
 def _changed(a: Drawing, b: Drawing) -> int:
     """How many cells and links one drawing has that the other has not."""
     return len(a.cells ^ b.cells) + len(a.links ^ b.links)
+
+
+def _line_ends(drawing: Drawing) -> int:
+    """The drawn cells with at most one link: where a line stops on its layer."""
+    degree = Counter(chain.from_iterable(drawing.links))
+    return sum(degree[cell] <= 1 for cell in drawing.cells)
 
 
 def _adjacency(drawing: Drawing) -> dict[Node, list[Node]]:
@@ -560,6 +581,7 @@ class _Editor:
         # to the picture that the solution never shows, so gaps and pruning leave them alone.
         self.discs = frozenset((layer, *p["cell"]) for p in meta["portals"] for layer in p["layers"])
         self.markers = self.discs | {self.start, self.end}
+        self.ends = _line_ends(solution)
         self.salt = salt
         self.judge = maze_verifier.Judge(meta)
         self.judge.passages  # noqa: B018 - built now: every candidate is judged against it
@@ -617,7 +639,11 @@ class _Editor:
 
     def fault(self, drawing: Drawing) -> str | None:
         failed = [name for name, ok in self.checks(drawing).items() if not ok]
-        return failed[0] if len(failed) == 1 and failed[0] in DISTRACTOR_KINDS else None
+        if len(failed) != 1 or failed[0] not in DISTRACTOR_KINDS:
+            return None
+        if self.balanced and (failed[0] not in ONE_LINE_KINDS or _line_ends(drawing) != self.ends):
+            return None  # one line with the solution's line ends (as many layer changes)
+        return failed[0]
 
     # -- variants
 
@@ -633,15 +659,16 @@ class _Editor:
         seen = {drawing}
         marked = self._at_markers(drawing)
         edits = {"extend": self._extend, "prune": self._prune, "divert": self._divert, "branch": self._branch, "cut": self._cut,
-                 "island": self._island, "breach": self._breach, "jump": self._jump}
-        for kind, quota in QUOTA.items():
+                 "island": self._island, "breach": self._breach, "jump": self._jump, "reroute": self._reroute}
+        for kind, quota in (ONE_LINE_QUOTA if self.balanced else QUOTA).items():
             kept = tried = 0
             for candidate in edits[kind](drawing, adjacency, rng):
                 if kept == quota or (tried == TRIES * quota and kind not in ("extend", "prune")):
                     break
                 if candidate is None or candidate in seen:
                     continue
-                if self.balanced and (_changed(candidate, drawing) > EDIT_LIMIT or self._at_markers(candidate) != marked):
+                if self.balanced and (_changed(candidate, drawing) > EDIT_LIMIT or self._at_markers(candidate) != marked
+                                      or _ink(candidate) == _ink(drawing)):
                     continue
                 seen.add(candidate)
                 tried += 1
@@ -857,6 +884,27 @@ class _Editor:
                     line = self._corridor(w, cells, int(rng.integers(1, KMAX + 1)), rng)
                     yield self._edit(drawing, add=line, link=[_link(a, b) for a, b in zip([y, *line], line)])
 
+    def _reroute(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
+        """A piece of a line replaced by a longer one through a wall: it leaves the line through a
+        wall, runs along passages and comes back onto the line (through a wall or not), dropping
+        what lies between (the ink a shortcut takes, given back)."""
+        cells = drawing.cells
+        sites = [(y, w) for y in sorted(cells - self.markers) if len(adjacency[y]) == 2
+                 for w in self.around(y) if w not in cells and not self.is_open(y, w)]
+        for i in rng.permutation(len(sites)).tolist():
+            y, w = sites[i]
+            line = self._corridor(w, cells, int(rng.integers(1, KMAX)), rng)
+            back = [x for x in self.around(line[-1]) if x in cells and x != y and x not in self.markers]
+            if not back:
+                continue
+            x = back[int(rng.integers(len(back)))]
+            skipped = self._between(adjacency, y, x, KMAX)
+            if skipped is None:
+                continue
+            unlink = [_link(y, x)] if not skipped else []
+            links = [_link(a, b) for a, b in zip([y, *line], [*line, x])]
+            yield self._edit(drawing, remove=skipped, add=line, unlink=unlink, link=links)
+
     def _jump(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
         """Change layer at another cell: the line on one layer ends 1..KMAX cells earlier or later,
         and the next layer's line starts there."""
@@ -1024,11 +1072,20 @@ def draw(meta: dict, strokes: list[Stroke] | None) -> str:
             drawing.add(drawing.circle(center=(fmt(x), fmt(y)), r=fmt(MARKER / 2), fill=portal["colour"]))
     # Layers in two rows (new in 1.3.0) draw their walls as polylines; a strip keeps its segments.
     chained = len({y for _, y in layout["origins"]}) > 1
-    for layer in range(meta["layers"]):
-        ox, oy = layout["origins"][layer]
-        d = _walls_d(meta["size"], ox, oy, tuple(meta["open_east"][layer]), tuple(meta["open_south"][layer]), chained)
-        drawing.add(drawing.path(d=d, stroke=palette["wall"],
-                                 stroke_width=fmt(WALL_WIDTH), stroke_linecap="square", fill="none"))
+
+    def walls() -> None:
+        for layer in range(meta["layers"]):
+            ox, oy = layout["origins"][layer]
+            d = _walls_d(meta["size"], ox, oy, tuple(meta["open_east"][layer]), tuple(meta["open_south"][layer]), chained)
+            drawing.add(drawing.path(d=d, stroke=palette["wall"],
+                                     stroke_width=fmt(WALL_WIDTH), stroke_linecap="square", fill="none"))
+
+    # Where edits are balanced (``_legacy`` is False: two rows, or decoys), the walls are drawn
+    # over the line: every distractor crosses a wall, and a line drawn over one covered wall
+    # pixels, so the solution showed the most wall colour.
+    over = meta["layers"] > STRIP_LAYERS or len(meta["portals"]) > meta["layers"] - 1
+    if not over:
+        walls()
     for layer in range(meta["layers"] - 1):  # chevron: "go on to the next layer"
         drawing.add(drawing.path(d=_chevron(meta, layer), stroke=palette["chevron"], stroke_width=4, fill="none",
                                  stroke_linecap="round", stroke_linejoin="round"))
@@ -1039,6 +1096,8 @@ def draw(meta: dict, strokes: list[Stroke] | None) -> str:
         else:
             drawing.add(drawing.path(d=polyline_path(points), stroke=palette["path"], stroke_width=fmt(PATH_WIDTH),
                                      fill="none", stroke_linecap="square", stroke_linejoin="miter"))
+    if over:
+        walls()
     return to_string(drawing)
 
 
