@@ -183,7 +183,7 @@ def read_drawing(meta: Mapping[str, Any], image: np.ndarray) -> tuple[set[Node],
     cell_px = layout["cell"] * min(width / layout["width"], height / layout["height"])
     radius = max(1, int(cell_px * 0.08))
     nodes, links, points = sample_grid(meta)
-    is_path, is_wall, samples = _path_or_wall(meta, image, points, radius)
+    is_path, samples = _path_samples(meta, image, points, radius)
     # The route ends on the start and end squares, where a thin line over a saturated marker
     # blurs into a third colour after JPEG: there only "path or marker" is a sensible reading.
     for marker in ("start", "end"):
@@ -192,33 +192,33 @@ def read_drawing(meta: Mapping[str, Any], image: np.ndarray) -> tuple[set[Node],
         is_path[i] = nearest_palette(samples[i:i + 1], choices)[0] == 0
     cells = {node for node, hit in zip(nodes, is_path[: len(nodes)]) if hit}
     drawn = is_path[len(nodes):]
-    # A line through a wall may be drawn under it (the wall over the line): on a boundary that
-    # reads as wall, the line shows either side of it, where no line turning in a cell reaches.
-    walled = np.flatnonzero(is_wall[len(nodes):])
+    # A line through a wall may be drawn under it (the wall over the line): on a boundary between
+    # path cells that does not read as path, the line shows either side of it, where no line
+    # turning in a cell reaches.
+    walled = np.asarray([i for i, (a, b) in enumerate(links) if not drawn[i] and a in cells and b in cells], dtype=np.int64)
     if len(walled):
-        sides = _path_or_wall(meta, image, sides_of(meta)[np.repeat(walled, 2) * 2 + np.tile([0, 1], len(walled))], radius)[0]
+        sides = _path_samples(meta, image, sides_of(meta)[np.repeat(walled, 2) * 2 + np.tile([0, 1], len(walled))], radius)[0]
         drawn = drawn.copy()
         drawn[walled] |= sides.reshape(-1, 2).all(axis=1)
     # A boundary only counts as a link when both cells it joins are path cells.
     return cells, {(a, b) for (a, b), hit in zip(links, drawn) if hit and a in cells and b in cells}
 
 
-def _path_or_wall(meta: Mapping[str, Any], image: np.ndarray, points: np.ndarray, radius: int
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per sample point: whether it reads as the path colour, whether as the wall colour, and the colour sampled."""
+def _path_samples(meta: Mapping[str, Any], image: np.ndarray, points: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample point: whether it reads as the path colour, and the colour sampled."""
     palette = meta["palette"]
     colours = [hex_to_rgb(c) for c in list(palette.values()) + [p["colour"] for p in meta["portals"]]]
-    path_index, wall_index = list(palette).index("path"), list(palette).index("wall")
+    path_index = list(palette).index("path")
     samples = sample_colours(image, points, radius)
     nearest = nearest_palette(samples, colours)
-    is_path, is_wall = nearest == path_index, nearest == wall_index
+    is_path = nearest == path_index
     # A colourful sample is read among the colours that are not greys (white stays a choice).
     names = list(palette) + ["portal"] * len(meta["portals"])
     not_grey = [i for i, name in enumerate(names) if name not in ("wall", "chevron")]
     vivid = np.flatnonzero(samples.max(axis=1) - samples.min(axis=1) >= VIVID_SPREAD)
     if len(vivid):
         is_path[vivid] = np.asarray(not_grey)[nearest_palette(samples[vivid], [colours[i] for i in not_grey])] == path_index
-    return is_path, is_wall, samples
+    return is_path, samples
 
 
 SIDE = 0.17  # cells from a boundary to the points either side of it: clear of the wall (0.06) and of a line turning in the cell (0.29)

@@ -44,12 +44,13 @@ unbroken line with the solution's line ends (``ONE_LINE_KINDS``): a gap or a str
 line ends and a branch one, and the solution, the one option without edits, had the fewest in
 84 % of hard sets. With the marker cells as drawn, that leaves the edits through walls: a
 shortcut or a detour (mostly less ink) and a reroute (a longer piece of line through a wall,
-mostly more); an edit that leaves the ink as it was is dropped (a wall crossed tips it toward
-less ink on the picture). Their walls are drawn over the line: a line over a wall covered wall
-pixels, so the solution, the one option crossing no wall, showed the most wall colour (the
-verifier reads a line under a wall either side of it). Their sets draw the signs of their three
-edits (adding or removing ink) once (``signs_per_set``), and a set whose edits do not compose is
-not drawn as a star (one aspect in play): the maze is drawn again. A strip of one or two
+mostly more), of one size a side per puzzle (``STEPS``: a wall crossed hides a little of the
+line, so edits that cancelled in links left the solution the inkiest option). Their walls are
+drawn over the line: a line over a wall covered wall pixels, so the solution, the one option
+crossing no wall, showed the most wall colour (the verifier reads a line under a wall either
+side of it). Their sets draw the signs of their three edits (adding or removing ink) once
+(``signs_per_set``), and a set whose edits do not compose is not drawn as a star (one aspect in
+play): the maze is drawn again. A strip of one or two
 layers without decoys keeps 1.2.0's edits: its puzzles are unchanged (a strip of three, 1.3.0's
 hard, is drawn in two rows since 1.4.0).
 """
@@ -488,6 +489,14 @@ QUOTA = {"extend": 4, "prune": 4, "divert": 4, "branch": 4, "cut": 4, "island": 
 # Balanced edits keep one line through the marker cells as drawn, which leaves the edits through
 # walls: a shortcut or a detour (``breach``, mostly less ink) and a reroute (mostly more).
 ONE_LINE_QUOTA = {"breach": 8, "reroute": 8}
+# The links a balanced edit may add or take away, one pair per puzzle (drawn by its salt). Each
+# wall a line crosses hides a little of it (the wall is drawn over the line), so where edits of
+# opposite signs cancel in links, the option shows a little less line than the solution, which
+# then had the most ink more often; edits of one size a side rarely cancel, and the side with the
+# larger edits alternates between puzzles, so the solution is neither the inkiest nor the least
+# inky more often than the others (a piece of line replaced between two cells of a grid changes
+# its links by an even number).
+STEPS = ((-2, 4), (-4, 2))
 TRIES = 3  # candidates judged per variant kept, at most: bounds the cost of edits that rarely fit
 # With ``balanced`` edits (configs 1.2.0 could not make: see ``_legacy``) an edit changes (adds
 # or takes away) at most the cells and links of a gap or a stray line of KMAX cells. A set
@@ -582,6 +591,7 @@ class _Editor:
         self.discs = frozenset((layer, *p["cell"]) for p in meta["portals"] for layer in p["layers"])
         self.markers = self.discs | {self.start, self.end}
         self.ends = _line_ends(solution)
+        self.steps = STEPS[salt % 2]
         self.salt = salt
         self.judge = maze_verifier.Judge(meta)
         self.judge.passages  # noqa: B018 - built now: every candidate is judged against it
@@ -668,7 +678,7 @@ class _Editor:
                 if candidate is None or candidate in seen:
                     continue
                 if self.balanced and (_changed(candidate, drawing) > EDIT_LIMIT or self._at_markers(candidate) != marked
-                                      or _ink(candidate) == _ink(drawing)):
+                                      or len(candidate.links) - len(drawing.links) not in self.steps):
                     continue
                 seen.add(candidate)
                 tried += 1
