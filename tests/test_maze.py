@@ -183,7 +183,7 @@ def test_generation_is_deterministic():
 SNAPSHOTS = {
     "easy": "9cc96043eadbecb509f11afff33dca02719369630087cba164d87b647000d694",
     "medium": "1a895575f44999353b997196e1c9ddd54e7357473dc88e923500446c4357fbf1",
-    "hard": "a1b8f411028b577e1ba01e8e39ad8a2c53a96c78349971cc29861f39542cdf45",
+    "hard": "ac365fe6c4257bb99581a8f0643806e96911830b8e276df857a0c207825b4901",
 }
 
 
@@ -442,7 +442,7 @@ def test_portals_default_to_one_per_pair_and_a_recipe_can_add_decoys():
     assert level_config(SPEC.difficulties, "hard", {"layers": 4}).decoys == 0  # -1 follows the layers
     more = level_config(SPEC.difficulties, "hard", {"size": 32, "portals": 5})  # the reference release's hard
     assert more.decoys == 3
-    puzzle = SPEC.generate(more, np.random.default_rng(3))
+    puzzle = SPEC.generate(more, np.random.default_rng(0))
     assert len(puzzle.meta["portals"]) == 5
 
 
@@ -498,4 +498,4 @@ def test_expert_snapshot_of_rendered_solution(expert):
     assert len(png) < 60_000
 
 
-EXPERT_SNAPSHOT = "94a2deba05731459109e2514a073115cbaf6e433658e185547c51746f31bb5a2"
+EXPERT_SNAPSHOT = "a0956c7ac2d188d0369730f679d03ced000a2a8272a0e9b083641a30736939ae"

@@ -45,7 +45,8 @@ line ends and a branch one, and the solution, the one option without edits, had 
 84 % of hard sets. With the marker cells as drawn, that leaves the edits through walls: a
 shortcut or a detour (mostly less ink) and a reroute (a longer piece of line through a wall,
 mostly more), of one size a side per puzzle (``STEPS``: a wall crossed hides a little of the
-line, so edits that cancelled in links left the solution the inkiest option). Their walls are
+line, so edits that cancelled in links left the solution the inkiest option; a solution without
+edits of every size is drawn again, whichever pair its puzzle drew). Their walls are
 drawn over the line: a line over a wall covered wall pixels, so the solution, the one option
 crossing no wall, showed the most wall colour (the verifier reads a line under a wall either
 side of it). Their sets draw the signs of their three edits (adding or removing ink) once
@@ -497,6 +498,7 @@ ONE_LINE_QUOTA = {"breach": 8, "reroute": 8}
 # inky more often than the others (a piece of line replaced between two cells of a grid changes
 # its links by an even number).
 STEPS = ((-2, 4), (-4, 2))
+SIZES = tuple(sorted({step for pair in STEPS for step in pair}))
 TRIES = 3  # candidates judged per variant kept, at most: bounds the cost of edits that rarely fit
 # With ``balanced`` edits (configs 1.2.0 could not make: see ``_legacy``) an edit changes (adds
 # or takes away) at most the cells and links of a gap or a stray line of KMAX cells. A set
@@ -717,6 +719,16 @@ class _Editor:
             found = self._not_back(drawing, found)
         self._found[drawing] = found
         return found
+
+    def both_sizes(self) -> bool:
+        """Whether the solution has edits of every size in ``STEPS``: a puzzle is kept or drawn
+        again whichever pair its salt gave it, so the pair the edits compose more easily with is
+        not kept more often (the larger additions are rarer)."""
+        steps, self.steps = self.steps, SIZES
+        sizes = {len(d.links) - len(self.solution.links) for _, d in self.variants(self.solution)}
+        self.steps = steps
+        self._found.clear()
+        return sizes >= set(SIZES)
 
     def _at_markers(self, drawing: Drawing) -> tuple[frozenset[Node], frozenset[Link]]:
         """What a drawing puts on the marker cells (portal discs, start, end): the cells and their
@@ -961,6 +973,8 @@ def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.r
     solution = drawing_of(route)
     editor = _Editor(meta, layers, solution, int(rng.integers(2**32)), balanced)
     regions = editor.regions()
+    if balanced and not editor.both_sizes():
+        raise RejectedPuzzle("distractors: the solution lacks edits of some size")
     try:
         chosen = _option_set.choose_set(solution, editor.variants, editor.stand_in, rng, groups=regions,
                                         combine=editor.combine, signed=True, signs_per_set=balanced,
