@@ -3,7 +3,9 @@
 It samples every cell centre and every boundary between neighbouring cells (where a wall
 is drawn if there is one), classifies each sample to the nearest palette colour, and
 rebuilds the drawn path as a graph: cells in the path colour, joined where the boundary
-between them is in the path colour. Moving to the next layer shows on the picture as the
+between them is in the path colour (or, where the boundary reads as a wall, the path colour
+shows on both sides of it: a line drawn under a wall, as the puzzle's own pictures of a line
+through a wall are drawn where its edits are balanced). Moving to the next layer shows on the picture as the
 path ending at one cell and starting again at the same cell one layer on; that is a jump,
 and it is legal only at a portal of that pair of layers (a decoy portal too: it leads into a
 walled-off pocket, so a line through it cannot reach the end). Any valid route passes,
@@ -181,17 +183,7 @@ def read_drawing(meta: Mapping[str, Any], image: np.ndarray) -> tuple[set[Node],
     cell_px = layout["cell"] * min(width / layout["width"], height / layout["height"])
     radius = max(1, int(cell_px * 0.08))
     nodes, links, points = sample_grid(meta)
-    colours = [hex_to_rgb(c) for c in list(palette.values()) + [p["colour"] for p in meta["portals"]]]
-    path_index = list(palette).index("path")
-    samples = sample_colours(image, points, radius)
-    is_path = nearest_palette(samples, colours) == path_index
-    # A colourful sample is read among the colours that are not greys (white stays a choice).
-    names = list(palette) + ["portal"] * len(meta["portals"])
-    not_grey = [i for i, name in enumerate(names) if name not in ("wall", "chevron")]
-    vivid = np.flatnonzero(samples.max(axis=1) - samples.min(axis=1) >= VIVID_SPREAD)
-    if len(vivid):
-        nearest = nearest_palette(samples[vivid], [colours[i] for i in not_grey])
-        is_path[vivid] = np.asarray(not_grey)[nearest] == path_index
+    is_path, samples = _path_samples(meta, image, points, radius)
     # The route ends on the start and end squares, where a thin line over a saturated marker
     # blurs into a third colour after JPEG: there only "path or marker" is a sensible reading.
     for marker in ("start", "end"):
@@ -199,9 +191,55 @@ def read_drawing(meta: Mapping[str, Any], image: np.ndarray) -> tuple[set[Node],
         choices = [hex_to_rgb(palette["path"]), hex_to_rgb(palette[marker])]
         is_path[i] = nearest_palette(samples[i:i + 1], choices)[0] == 0
     cells = {node for node, hit in zip(nodes, is_path[: len(nodes)]) if hit}
-    drawn = {link for link, hit in zip(links, is_path[len(nodes):]) if hit}
+    drawn = is_path[len(nodes):]
+    # A line through a wall may be drawn under it (the wall over the line): on a boundary between
+    # path cells that does not read as path, the line shows either side of it, where no line
+    # turning in a cell reaches.
+    walled = np.asarray([i for i, (a, b) in enumerate(links) if not drawn[i] and a in cells and b in cells], dtype=np.int64)
+    if len(walled):
+        sides = _path_samples(meta, image, sides_of(meta)[np.repeat(walled, 2) * 2 + np.tile([0, 1], len(walled))], radius)[0]
+        drawn = drawn.copy()
+        drawn[walled] |= sides.reshape(-1, 2).all(axis=1)
     # A boundary only counts as a link when both cells it joins are path cells.
-    return cells, {(a, b) for a, b in drawn if a in cells and b in cells}
+    return cells, {(a, b) for (a, b), hit in zip(links, drawn) if hit and a in cells and b in cells}
+
+
+def _path_samples(meta: Mapping[str, Any], image: np.ndarray, points: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample point: whether it reads as the path colour, and the colour sampled."""
+    palette = meta["palette"]
+    colours = [hex_to_rgb(c) for c in list(palette.values()) + [p["colour"] for p in meta["portals"]]]
+    path_index = list(palette).index("path")
+    samples = sample_colours(image, points, radius)
+    nearest = nearest_palette(samples, colours)
+    is_path = nearest == path_index
+    # A colourful sample is read among the colours that are not greys (white stays a choice).
+    names = list(palette) + ["portal"] * len(meta["portals"])
+    not_grey = [i for i, name in enumerate(names) if name not in ("wall", "chevron")]
+    vivid = np.flatnonzero(samples.max(axis=1) - samples.min(axis=1) >= VIVID_SPREAD)
+    if len(vivid):
+        is_path[vivid] = np.asarray(not_grey)[nearest_palette(samples[vivid], [colours[i] for i in not_grey])] == path_index
+    return is_path, samples
+
+
+SIDE = 0.17  # cells from a boundary to the points either side of it: clear of the wall (0.06) and of a line turning in the cell (0.29)
+
+
+def sides_of(meta: Mapping[str, Any]) -> np.ndarray:
+    """Normalised points either side of each boundary of ``sample_grid`` (two per link, in order)."""
+    layout = meta["layout"]
+    key = (meta["size"], layout["width"], layout["height"], layout["cell"], tuple(map(tuple, layout["origins"])))
+    return _sides(*key)
+
+
+@lru_cache(maxsize=64)
+def _sides(n: int, width: float, height: float, cell: float, origins: tuple[tuple[float, float], ...]) -> np.ndarray:
+    nodes, links, points = _sample_grid(n, width, height, cell, origins)
+    scale = np.asarray([width, height], dtype=np.float64)
+    boundary = points[len(nodes):]
+    step = np.asarray([(b[2] - a[2], b[1] - a[1]) for a, b in links], dtype=np.float64) * SIDE * cell / scale
+    sides = np.stack([boundary - step, boundary + step], axis=1).reshape(-1, 2)
+    sides.flags.writeable = False
+    return sides
 
 
 def verify(meta: Mapping[str, Any], image: Any, puzzle: Any = None) -> Verdict:

@@ -36,18 +36,35 @@ most ink or the one farthest from the others more often than a variant of the ce
 edit changes more than EDIT_LIMIT cells and links (shortcuts through a wall and moved layer
 changes were the largest edits), and around a distractor the variants that
 step back toward the solution are dropped before the two sides in ink are balanced, not
-after. A strip of one or two layers without decoys keeps 1.2.0's edits: its puzzles are unchanged (a strip of
-three, 1.3.0's hard, is drawn in two rows since 1.4.0).
+after. Since 1.5.0 a balanced edit also leaves the marker cells (portal discs, start, end) as it
+found them, their cells and the links into them: the solution carries none of its set's edits,
+and a line run on through a portal covered more of its disc where no edit uncovered one, so the
+solution was the option that showed the most of the portal colours. Every balanced answer is one
+unbroken line with the solution's line ends (``ONE_LINE_KINDS``): a gap or a stray line adds two
+line ends and a branch one, and the solution, the one option without edits, had the fewest in
+84 % of hard sets. With the marker cells as drawn, that leaves the edits through walls: a
+shortcut or a detour (mostly less ink) and a reroute (a longer piece of line through a wall,
+mostly more), of one size a side per puzzle (``STEPS``: a wall crossed hides a little of the
+line, so edits that cancelled in links left the solution the inkiest option; a solution without
+edits of every size is drawn again, whichever pair its puzzle drew). Their walls are
+drawn over the line: a line over a wall covered wall pixels, so the solution, the one option
+crossing no wall, showed the most wall colour (the verifier reads a line under a wall either
+side of it). Their sets draw the signs of their three edits (adding or removing ink) once
+(``signs_per_set``), and a set whose edits do not compose is not drawn as a star (one aspect in
+play): the maze is drawn again. A strip of one or two
+layers without decoys keeps 1.2.0's edits: its puzzles are unchanged (a strip of three, 1.3.0's
+hard, is drawn in two rows since 1.4.0).
 """
 
 from __future__ import annotations
 
 import math
 import zlib
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 
@@ -58,7 +75,7 @@ from vrforge.svgdraw import fmt, new_drawing, polyline_path, segments_path, to_s
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import maze as maze_verifier
 
-VERSION = "1.4.0"
+VERSION = "1.5.0"
 REGIONS = 3  # per side of a layer: the aspects of a drawing are its 3 x 3 regions per layer
 CELL = 20  # SVG units per cell
 MARGIN = 16  # the least margin, for small mazes
@@ -462,11 +479,26 @@ CONVENTIONS = {
 Node = tuple[int, int, int]  # (layer, row, col)
 Link = tuple[Node, Node]  # the smaller node first
 DISTRACTOR_KINDS = ("wrong_exit", "branching", "disconnected", "wall_breach", "portal_skip")
+# The violations one unbroken line can fail. A gap or a stray line adds two line ends, a branch
+# one, and the solution (one line) has the fewest: balanced edits keep every answer one line.
+ONE_LINE_KINDS = ("wrong_exit", "wall_breach", "portal_skip")
 KMAX = 6  # the most cells one edit adds or removes
 # Variants kept per kind of edit, in pairs that add and remove about the same ink (running a
 # line end on / pruning it, a branch / a gap, a stray line / a gap, a detour / a shortcut), so
 # that the solution, one edit back from the set's centre, is not the one with the least or most ink.
 QUOTA = {"extend": 4, "prune": 4, "divert": 4, "branch": 4, "cut": 4, "island": 4, "breach": 6, "jump": 4}
+# Balanced edits keep one line through the marker cells as drawn, which leaves the edits through
+# walls: a shortcut or a detour (``breach``, mostly less ink) and a reroute (mostly more).
+ONE_LINE_QUOTA = {"breach": 8, "reroute": 8}
+# The links a balanced edit may add or take away, one pair per puzzle (drawn by its salt). Each
+# wall a line crosses hides a little of it (the wall is drawn over the line), so where edits of
+# opposite signs cancel in links, the option shows a little less line than the solution, which
+# then had the most ink more often; edits of one size a side rarely cancel, and the side with the
+# larger edits alternates between puzzles, so the solution is neither the inkiest nor the least
+# inky more often than the others (a piece of line replaced between two cells of a grid changes
+# its links by an even number).
+STEPS = ((-2, 4), (-4, 2))
+SIZES = tuple(sorted({step for pair in STEPS for step in pair}))
 TRIES = 3  # candidates judged per variant kept, at most: bounds the cost of edits that rarely fit
 # With ``balanced`` edits (configs 1.2.0 could not make: see ``_legacy``) an edit changes (adds
 # or takes away) at most the cells and links of a gap or a stray line of KMAX cells. A set
@@ -502,6 +534,12 @@ def _ink(drawing: Drawing) -> int:
 def _changed(a: Drawing, b: Drawing) -> int:
     """How many cells and links one drawing has that the other has not."""
     return len(a.cells ^ b.cells) + len(a.links ^ b.links)
+
+
+def _line_ends(drawing: Drawing) -> int:
+    """The drawn cells with at most one link: where a line stops on its layer."""
+    degree = Counter(chain.from_iterable(drawing.links))
+    return sum(degree[cell] <= 1 for cell in drawing.cells)
 
 
 def _adjacency(drawing: Drawing) -> dict[Node, list[Node]]:
@@ -553,6 +591,9 @@ class _Editor:
         # Portal discs stay under the line where it covers them: an uncovered disc adds a colour
         # to the picture that the solution never shows, so gaps and pruning leave them alone.
         self.discs = frozenset((layer, *p["cell"]) for p in meta["portals"] for layer in p["layers"])
+        self.markers = self.discs | {self.start, self.end}
+        self.ends = _line_ends(solution)
+        self.steps = STEPS[salt % 2]
         self.salt = salt
         self.judge = maze_verifier.Judge(meta)
         self.judge.passages  # noqa: B018 - built now: every candidate is judged against it
@@ -610,7 +651,11 @@ class _Editor:
 
     def fault(self, drawing: Drawing) -> str | None:
         failed = [name for name, ok in self.checks(drawing).items() if not ok]
-        return failed[0] if len(failed) == 1 and failed[0] in DISTRACTOR_KINDS else None
+        if len(failed) != 1 or failed[0] not in DISTRACTOR_KINDS:
+            return None
+        if self.balanced and (failed[0] not in ONE_LINE_KINDS or _line_ends(drawing) != self.ends):
+            return None  # one line with the solution's line ends (as many layer changes)
+        return failed[0]
 
     # -- variants
 
@@ -624,16 +669,18 @@ class _Editor:
         rng = np.random.default_rng([self.salt, digest])
         found: list[tuple[str, Drawing]] = []
         seen = {drawing}
+        marked = self._at_markers(drawing)
         edits = {"extend": self._extend, "prune": self._prune, "divert": self._divert, "branch": self._branch, "cut": self._cut,
-                 "island": self._island, "breach": self._breach, "jump": self._jump}
-        for kind, quota in QUOTA.items():
+                 "island": self._island, "breach": self._breach, "jump": self._jump, "reroute": self._reroute}
+        for kind, quota in (ONE_LINE_QUOTA if self.balanced else QUOTA).items():
             kept = tried = 0
             for candidate in edits[kind](drawing, adjacency, rng):
                 if kept == quota or (tried == TRIES * quota and kind not in ("extend", "prune")):
                     break
                 if candidate is None or candidate in seen:
                     continue
-                if self.balanced and _changed(candidate, drawing) > EDIT_LIMIT:
+                if self.balanced and (_changed(candidate, drawing) > EDIT_LIMIT or self._at_markers(candidate) != marked
+                                      or len(candidate.links) - len(drawing.links) not in self.steps):
                     continue
                 seen.add(candidate)
                 tried += 1
@@ -672,6 +719,24 @@ class _Editor:
             found = self._not_back(drawing, found)
         self._found[drawing] = found
         return found
+
+    def both_sizes(self) -> bool:
+        """Whether the solution has edits of every size in ``STEPS``: a puzzle is kept or drawn
+        again whichever pair its salt gave it, so the pair the edits compose more easily with is
+        not kept more often (the larger additions are rarer)."""
+        steps, self.steps = self.steps, SIZES
+        sizes = {len(d.links) - len(self.solution.links) for _, d in self.variants(self.solution)}
+        self.steps = steps
+        self._found.clear()
+        return sizes >= set(SIZES)
+
+    def _at_markers(self, drawing: Drawing) -> tuple[frozenset[Node], frozenset[Link]]:
+        """What a drawing puts on the marker cells (portal discs, start, end): the cells and their
+        links. The solution is the one option that carries none of its set's edits, so an edit
+        that covered more of a disc (a line run on through a portal) and none that uncovered one
+        left the solution the option that shows the most of the discs' colours."""
+        return (drawing.cells & self.markers,
+                frozenset(x for x in drawing.links if x[0] in self.markers or x[1] in self.markers))
 
     def _not_back(self, drawing: Drawing, found: list[tuple[str, Drawing]]) -> list[tuple[str, Drawing]]:
         """The variants of a distractor no nearer the solution than the distractor itself."""
@@ -841,6 +906,27 @@ class _Editor:
                     line = self._corridor(w, cells, int(rng.integers(1, KMAX + 1)), rng)
                     yield self._edit(drawing, add=line, link=[_link(a, b) for a, b in zip([y, *line], line)])
 
+    def _reroute(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
+        """A piece of a line replaced by a longer one through a wall: it leaves the line through a
+        wall, runs along passages and comes back onto the line (through a wall or not), dropping
+        what lies between (the ink a shortcut takes, given back)."""
+        cells = drawing.cells
+        sites = [(y, w) for y in sorted(cells - self.markers) if len(adjacency[y]) == 2
+                 for w in self.around(y) if w not in cells and not self.is_open(y, w)]
+        for i in rng.permutation(len(sites)).tolist():
+            y, w = sites[i]
+            line = self._corridor(w, cells, int(rng.integers(1, KMAX)), rng)
+            back = [x for x in self.around(line[-1]) if x in cells and x != y and x not in self.markers]
+            if not back:
+                continue
+            x = back[int(rng.integers(len(back)))]
+            skipped = self._between(adjacency, y, x, KMAX)
+            if skipped is None:
+                continue
+            unlink = [_link(y, x)] if not skipped else []
+            links = [_link(a, b) for a, b in zip([y, *line], [*line, x])]
+            yield self._edit(drawing, remove=skipped, add=line, unlink=unlink, link=links)
+
     def _jump(self, drawing: Drawing, adjacency: dict[Node, list[Node]], rng: np.random.Generator):
         """Change layer at another cell: the line on one layer ends 1..KMAX cells earlier or later,
         and the next layer's line starts there."""
@@ -887,9 +973,12 @@ def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.r
     solution = drawing_of(route)
     editor = _Editor(meta, layers, solution, int(rng.integers(2**32)), balanced)
     regions = editor.regions()
+    if balanced and not editor.both_sizes():
+        raise RejectedPuzzle("distractors: the solution lacks edits of some size")
     try:
         chosen = _option_set.choose_set(solution, editor.variants, editor.stand_in, rng, groups=regions,
-                                        combine=editor.combine, signed=True)
+                                        combine=editor.combine, signed=True, signs_per_set=balanced,
+                                        fallback=not balanced)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
     in_play = _option_set.set_aspects(solution, chosen, _option_set.aspects_of(editor.stand_in, regions))
@@ -1007,11 +1096,20 @@ def draw(meta: dict, strokes: list[Stroke] | None) -> str:
             drawing.add(drawing.circle(center=(fmt(x), fmt(y)), r=fmt(MARKER / 2), fill=portal["colour"]))
     # Layers in two rows (new in 1.3.0) draw their walls as polylines; a strip keeps its segments.
     chained = len({y for _, y in layout["origins"]}) > 1
-    for layer in range(meta["layers"]):
-        ox, oy = layout["origins"][layer]
-        d = _walls_d(meta["size"], ox, oy, tuple(meta["open_east"][layer]), tuple(meta["open_south"][layer]), chained)
-        drawing.add(drawing.path(d=d, stroke=palette["wall"],
-                                 stroke_width=fmt(WALL_WIDTH), stroke_linecap="square", fill="none"))
+
+    def walls() -> None:
+        for layer in range(meta["layers"]):
+            ox, oy = layout["origins"][layer]
+            d = _walls_d(meta["size"], ox, oy, tuple(meta["open_east"][layer]), tuple(meta["open_south"][layer]), chained)
+            drawing.add(drawing.path(d=d, stroke=palette["wall"],
+                                     stroke_width=fmt(WALL_WIDTH), stroke_linecap="square", fill="none"))
+
+    # Where edits are balanced (``_legacy`` is False: two rows, or decoys), the walls are drawn
+    # over the line: every distractor crosses a wall, and a line drawn over one covered wall
+    # pixels, so the solution showed the most wall colour.
+    over = meta["layers"] > STRIP_LAYERS or len(meta["portals"]) > meta["layers"] - 1
+    if not over:
+        walls()
     for layer in range(meta["layers"] - 1):  # chevron: "go on to the next layer"
         drawing.add(drawing.path(d=_chevron(meta, layer), stroke=palette["chevron"], stroke_width=4, fill="none",
                                  stroke_linecap="round", stroke_linejoin="round"))
@@ -1022,6 +1120,8 @@ def draw(meta: dict, strokes: list[Stroke] | None) -> str:
         else:
             drawing.add(drawing.path(d=polyline_path(points), stroke=palette["path"], stroke_width=fmt(PATH_WIDTH),
                                      fill="none", stroke_linecap="square", stroke_linejoin="miter"))
+    if over:
+        walls()
     return to_string(drawing)
 
 
