@@ -10,6 +10,8 @@ CFWORLD_OUT ?= datasets/cfworld
 RELIANCE_RECIPE ?= builds/recipes/reliance-v0.1.0.toml
 RELIANCE_OUT ?= datasets/reliance
 LIMIT ?=
+# Test processes (pytest-xdist): a test file stays in one process, so its module fixtures are made once.
+TEST_WORKERS ?= 2
 LIMIT_FLAG := $(if $(LIMIT),--limit $(LIMIT),)
 
 .PHONY: install dataset reliance-dataset sample test test-all bench lint docs check-frameworks clean
@@ -49,10 +51,10 @@ sample: install
 	$(BIN)/vrforge sample maze --difficulty hard --out samples
 
 test: install
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-all: install
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m ''
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m '' -n $(TEST_WORKERS) --dist loadfile
 
 # bench: the regression guard first (per-puzzle build cost against the parent commit, > 20 % fails).
 bench: install
