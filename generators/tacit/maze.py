@@ -593,7 +593,7 @@ class _Editor:
         self.discs = frozenset((layer, *p["cell"]) for p in meta["portals"] for layer in p["layers"])
         self.markers = self.discs | {self.start, self.end}
         self.ends = _line_ends(solution)
-        self.steps = STEPS[salt % 2]
+        self.steps: tuple[int, ...] = STEPS[salt % 2]
         self.salt = salt
         self.judge = maze_verifier.Judge(meta)
         self.judge.passages  # noqa: B018 - built now: every candidate is judged against it
