@@ -5,8 +5,8 @@ together with its set of five, never the puzzle's rule, and are trained to find 
   option relative to its set: the pickers' features, a small grey thumbnail and a colour
   histogram minus the set mean, and relational features of where the options differ from one
   another (distance to the pixelwise consensus, agreement with the others where they disagree).
-- ``boosted_trees``: gradient-boosted trees (scikit-learn) over the same relational features, one
-  score per option, the highest taken per set.
+- ``boosted_trees``: gradient-boosted trees (scikit-learn) over the same relational features, raw,
+  minus the set's mean and z-scored within the set, one score per option, the highest taken per set.
 - ``set_cnn``: a small convolutional network (torch) over the pixels. Each option enters with
   itself minus the set's mean image; a set-pooling layer lets every score depend on the whole
   set. Trained with a softmax over the five options. It needs torch (the ``eval`` extra).
@@ -126,7 +126,9 @@ def boosted_trees_accuracy(relational: np.ndarray, answers: Sequence[int], seed:
 
     labels = np.asarray(answers, dtype=np.int64)
     sets, options, _ = relational.shape
-    x = np.concatenate([relational, _standardised(relational)], axis=2)
+    # Raw, set-centred and set-standardised: a value the solution takes relative to its set's mean
+    # (an ink offset on a lattice of its own) is lost to z-scoring, and raw values alone do not line up.
+    x = np.concatenate([relational, relational - relational.mean(axis=1, keepdims=True), _standardised(relational)], axis=2)
     y = np.zeros((sets, options), dtype=np.int64)
     y[np.arange(sets), labels] = 1
 

@@ -219,8 +219,8 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
                stand_in: Callable[[State], np.ndarray], rng: np.random.Generator, *,
                groups: Sequence[int] | np.ndarray | None = None, aspects: Callable[[State], Aspects] | None = None,
                combine: Combine | None = None, signed: bool = False, same_kind: bool | None = None,
-               signs_per_set: bool = False, tries: int = CODE_TRIES, fallback: bool = True,
-               count: int = 4) -> list[tuple[str, State]]:
+               signs_per_set: bool = False, steps: Sequence[float] = (), tries: int = CODE_TRIES,
+               fallback: bool = True, count: int = 4) -> list[tuple[str, State]]:
     """Four (violation, answer) distractors among which a solver must check at least two aspects
     (``aspects``, by default ``aspects_of(stand_in, groups)``), the solution a random member of its
     set's structure.
@@ -242,7 +242,12 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
     with the least or the most ink of its set. ``signs_per_set`` (with ``signed``): the coin is
     tossed once for the set and every try keeps to it; were it tossed again on every try, a task
     whose edits of one sign compose more often than the other's (cells added more freely than
-    taken away) would keep that sign's sets more often. ``same_kind``: every try takes three edits of one
+    taken away) would keep that sign's sets more often. ``steps`` (with ``signed``): each of the
+    three edits changes the stand-in's sum by exactly a size drawn from ``steps`` times a sign, the
+    size drawn apart from the sign, once for the set. Seen from an option that carries an edit,
+    the edit's change is negated; were the sizes tied to the signs (small removals, large
+    additions), the solution, the one member from whose side every edit keeps that tie, would sit
+    on values of the set's centred ink that no other member takes. ``same_kind``: every try takes three edits of one
     violation (True), or of different ones (False), where a task's checks say which compose (by
     default the tries alternate); ``tries``: edit triples tried (a task whose edits seldom
     compose tries more: each try draws afresh, so the first ones are the same whatever the number). Where the edits cannot compose
@@ -257,7 +262,7 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
     base_aspects = aspects(solution)
     first, vectors = _distinct(variants(solution), stand_in, [base])
     touched = [differing(base_aspects, aspects(state)) for _, state in first]
-    inks = [float(np.sign((vector - base).sum())) for vector in vectors]
+    inks = [float((vector - base).sum()) if steps else float(np.sign((vector - base).sum())) for vector in vectors]
     joiner = None if combine is None else partial(combine, solution)
     def composed(wanted: list[float] | None, alike: bool) -> list[tuple[str, State]] | None:
         edits = _disjoint_edits([kind for kind, _ in first], touched, rng, same_kind=alike,
@@ -274,7 +279,11 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
         keys = {np.asarray(stand_in(state), dtype=np.float64).tobytes() for _, state in made}
         return None if len(keys) < 7 or base.tobytes() in keys else made
 
-    once = rng.choice((-1.0, 1.0), 3).tolist() if signed and signs_per_set else None
+    once = None
+    if signed and steps:
+        once = (rng.choice((-1.0, 1.0), 3) * rng.choice(np.asarray(steps, dtype=np.float64), 3)).tolist()
+    elif signed and signs_per_set:
+        once = rng.choice((-1.0, 1.0), 3).tolist()
     for attempt in range(tries):
         # Edits of different violations compose where a task judges each aspect apart; where two
         # violations together break two checks, only edits of one violation compose: both are tried.
@@ -312,7 +321,8 @@ def _disjoint_edits(kinds: Sequence[str], touched: Sequence[frozenset[int]], rng
     """``size`` variants of the solution that change disjoint aspects, drawn at random, different
     violations first, or (``same_kind``) all of the first drawn violation that has enough (a rule
     on the kinds and aspects alone, never the pictures); with ``signs`` (each variant's ink sign,
-    and the signs wanted in turn) the k-th edit picked has the k-th sign wanted (or leaves the ink)."""
+    or its ink change, and those wanted in turn) the k-th edit picked has the k-th one wanted (or
+    leaves the ink)."""
     order = [i for i in rng.permutation(len(kinds)).tolist() if touched[i]]
 
     def fits(i: int, picked: list[int]) -> bool:

@@ -44,9 +44,10 @@ unbroken line with the solution's line ends (``ONE_LINE_KINDS``): a gap or a str
 line ends and a branch one, and the solution, the one option without edits, had the fewest in
 84 % of hard sets. With the marker cells as drawn, that leaves the edits through walls: a
 shortcut or a detour (mostly less ink) and a reroute (a longer piece of line through a wall,
-mostly more), of one size a side per puzzle (``STEPS``: a wall crossed hides a little of the
-line, so edits that cancelled in links left the solution the inkiest option; a solution without
-edits of every size is drawn again, whichever pair its puzzle drew). Their walls are
+mostly more), each of a size drawn apart from its sign (``STEPS``: a wall crossed hides a little
+of the line, so edits that cancelled in links left the solution the inkiest option; since 1.6.0
+the size no longer follows the sign, which left the solution's set-centred ink on values of its
+own; a solution without edits of every size is drawn again). Their walls are
 drawn over the line: a line over a wall covered wall pixels, so the solution, the one option
 crossing no wall, showed the most wall colour (the verifier reads a line under a wall either
 side of it). Their sets draw the signs of their three edits (adding or removing ink) once
@@ -75,7 +76,7 @@ from vrforge.svgdraw import fmt, new_drawing, polyline_path, segments_path, to_s
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import maze as maze_verifier
 
-VERSION = "1.5.0"
+VERSION = "1.6.0"
 REGIONS = 3  # per side of a layer: the aspects of a drawing are its 3 x 3 regions per layer
 CELL = 20  # SVG units per cell
 MARGIN = 16  # the least margin, for small mazes
@@ -490,15 +491,16 @@ QUOTA = {"extend": 4, "prune": 4, "divert": 4, "branch": 4, "cut": 4, "island": 
 # Balanced edits keep one line through the marker cells as drawn, which leaves the edits through
 # walls: a shortcut or a detour (``breach``, mostly less ink) and a reroute (mostly more).
 ONE_LINE_QUOTA = {"breach": 8, "reroute": 8}
-# The links a balanced edit may add or take away, one pair per puzzle (drawn by its salt). Each
-# wall a line crosses hides a little of it (the wall is drawn over the line), so where edits of
-# opposite signs cancel in links, the option shows a little less line than the solution, which
-# then had the most ink more often; edits of one size a side rarely cancel, and the side with the
-# larger edits alternates between puzzles, so the solution is neither the inkiest nor the least
-# inky more often than the others (a piece of line replaced between two cells of a grid changes
-# its links by an even number).
-STEPS = ((-2, 4), (-4, 2))
-SIZES = tuple(sorted({step for pair in STEPS for step in pair}))
+# The links a balanced edit adds or takes away: a size drawn apart from its sign, once per edit
+# of the set (``_option_set.choose_set``'s ``steps``; a piece of line replaced between two cells of
+# a grid changes its links by an even number, and none changes by zero: each wall a line crosses
+# hides a little of it, so where an edit left the links as they were, the option showed a little
+# less line than the solution). Seen from an option that carries an edit, its change is negated:
+# with one pair of sizes per puzzle (removals of 2 links and additions of 4, or the reverse),
+# the solution was the one option from whose side the pair held, and its centred ink fell on
+# values no other option took (a probe on the set-centred ink alone found it in 0.42 of hard sets).
+SIZES = (2, 4)
+STEPS = tuple(sorted({sign * size for size in SIZES for sign in (-1, 1)}))
 TRIES = 3  # candidates judged per variant kept, at most: bounds the cost of edits that rarely fit
 # With ``balanced`` edits (configs 1.2.0 could not make: see ``_legacy``) an edit changes (adds
 # or takes away) at most the cells and links of a gap or a stray line of KMAX cells. A set
@@ -593,7 +595,6 @@ class _Editor:
         self.discs = frozenset((layer, *p["cell"]) for p in meta["portals"] for layer in p["layers"])
         self.markers = self.discs | {self.start, self.end}
         self.ends = _line_ends(solution)
-        self.steps: tuple[int, ...] = STEPS[salt % 2]
         self.salt = salt
         self.judge = maze_verifier.Judge(meta)
         self.judge.passages  # noqa: B018 - built now: every candidate is judged against it
@@ -680,7 +681,7 @@ class _Editor:
                 if candidate is None or candidate in seen:
                     continue
                 if self.balanced and (_changed(candidate, drawing) > EDIT_LIMIT or self._at_markers(candidate) != marked
-                                      or len(candidate.links) - len(drawing.links) not in self.steps):
+                                      or len(candidate.links) - len(drawing.links) not in STEPS):
                     continue
                 seen.add(candidate)
                 tried += 1
@@ -720,15 +721,11 @@ class _Editor:
         self._found[drawing] = found
         return found
 
-    def both_sizes(self) -> bool:
-        """Whether the solution has edits of every size in ``STEPS``: a puzzle is kept or drawn
-        again whichever pair its salt gave it, so the pair the edits compose more easily with is
-        not kept more often (the larger additions are rarer)."""
-        steps, self.steps = self.steps, SIZES
-        sizes = {len(d.links) - len(self.solution.links) for _, d in self.variants(self.solution)}
-        self.steps = steps
-        self._found.clear()
-        return sizes >= set(SIZES)
+    def every_size(self) -> bool:
+        """Whether the solution has edits of every change in ``STEPS``: a puzzle is kept or drawn
+        again whichever changes its set draws, so the changes that compose more easily are not
+        kept more often (the larger additions are rarer)."""
+        return {len(d.links) - len(self.solution.links) for _, d in self.variants(self.solution)} >= set(STEPS)
 
     def _at_markers(self, drawing: Drawing) -> tuple[frozenset[Node], frozenset[Link]]:
         """What a drawing puts on the marker cells (portal discs, start, end): the cells and their
@@ -973,11 +970,13 @@ def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.r
     solution = drawing_of(route)
     editor = _Editor(meta, layers, solution, int(rng.integers(2**32)), balanced)
     regions = editor.regions()
-    if balanced and not editor.both_sizes():
+    if balanced and not editor.every_size():
         raise RejectedPuzzle("distractors: the solution lacks edits of some size")
     try:
         chosen = _option_set.choose_set(solution, editor.variants, editor.stand_in, rng, groups=regions,
                                         combine=editor.combine, signed=True, signs_per_set=balanced,
+                                        # the stand-in counts a line's cells and its links: twice the links
+                                        steps=tuple(2.0 * size for size in SIZES) if balanced else (),
                                         fallback=not balanced)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
