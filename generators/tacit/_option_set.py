@@ -219,7 +219,8 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
                stand_in: Callable[[State], np.ndarray], rng: np.random.Generator, *,
                groups: Sequence[int] | np.ndarray | None = None, aspects: Callable[[State], Aspects] | None = None,
                combine: Combine | None = None, signed: bool = False, same_kind: bool | None = None,
-               signs_per_set: bool = False, steps: Sequence[float] = (), tries: int = CODE_TRIES,
+               signs_per_set: bool = False, steps: Sequence[float] = (), signs: Sequence[float] | None = None,
+               tries: int = CODE_TRIES,
                fallback: bool = True, count: int = 4) -> list[tuple[str, State]]:
     """Four (violation, answer) distractors among which a solver must check at least two aspects
     (``aspects``, by default ``aspects_of(stand_in, groups)``), the solution a random member of its
@@ -247,7 +248,11 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
     size drawn apart from the sign, once for the set. Seen from an option that carries an edit,
     the edit's change is negated; were the sizes tied to the signs (small removals, large
     additions), the solution, the one member from whose side every edit keeps that tie, would sit
-    on values of the set's centred ink that no other member takes. ``same_kind``: every try takes three edits of one
+    on values of the set's centred ink that no other member takes. ``signs`` (with ``signed``):
+    the set's three signs or changes, drawn by the caller with ``set_signs`` before it draws the
+    puzzle, so that a caller that draws the puzzle again when they cannot be had keeps them: were
+    they drawn afresh with each puzzle, the signs that compose more easily would be kept more
+    often, and the solution would have the least or the most ink too often. ``same_kind``: every try takes three edits of one
     violation (True), or of different ones (False), where a task's checks say which compose (by
     default the tries alternate); ``tries``: edit triples tried (a task whose edits seldom
     compose tries more: each try draws afresh, so the first ones are the same whatever the number). Where the edits cannot compose
@@ -279,11 +284,7 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
         keys = {np.asarray(stand_in(state), dtype=np.float64).tobytes() for _, state in made}
         return None if len(keys) < 7 or base.tobytes() in keys else made
 
-    once = None
-    if signed and steps:
-        once = (rng.choice((-1.0, 1.0), 3) * rng.choice(np.asarray(steps, dtype=np.float64), 3)).tolist()
-    elif signed and signs_per_set:
-        once = rng.choice((-1.0, 1.0), 3).tolist()
+    once = list(signs) if signs is not None else set_signs(rng, steps) if signed and (steps or signs_per_set) else None
     for attempt in range(tries):
         # Edits of different violations compose where a task judges each aspect apart; where two
         # violations together break two checks, only edits of one violation compose: both are tried.
@@ -299,6 +300,16 @@ def choose_set(solution: State, variants: Callable[[State], Sequence[tuple[str, 
     if not fallback:
         raise ValueError(f"no code over three composing edits in {tries} tries")
     return choose_star(solution, variants, stand_in, rng, count=count)
+
+
+def set_signs(rng: np.random.Generator, steps: Sequence[float] = (), still: bool = False) -> list[float]:
+    """The signs of a set's three edits, a fair coin each, or (``steps``) their changes: a size drawn
+    from ``steps`` apart from the sign (see ``choose_set``); ``still``: each sign -1, 0 (an edit that
+    leaves the ink as it is, such as a moved or mirrored mark) or +1, as likely."""
+    if still:
+        return rng.choice((-1.0, 0.0, 1.0), 3).tolist()
+    signs = rng.choice((-1.0, 1.0), 3)
+    return (signs * rng.choice(np.asarray(steps, dtype=np.float64), 3)).tolist() if steps else signs.tolist()
 
 
 def _kept(variants: Callable[[State], Sequence[tuple[str, State]]], stand_in: Callable[[State], np.ndarray]
@@ -321,15 +332,17 @@ def _disjoint_edits(kinds: Sequence[str], touched: Sequence[frozenset[int]], rng
     """``size`` variants of the solution that change disjoint aspects, drawn at random, different
     violations first, or (``same_kind``) all of the first drawn violation that has enough (a rule
     on the kinds and aspects alone, never the pictures); with ``signs`` (each variant's ink sign,
-    or its ink change, and those wanted in turn) the k-th edit picked has the k-th one wanted (or
-    leaves the ink)."""
+    or its ink change, and those wanted in turn) the k-th edit picked has the k-th one wanted, or
+    leaves the ink, unless the wanted ones name 0 themselves (``set_signs(still=True)``): then
+    exactly. (Where an edit that leaves the ink stands in for either sign, a sign whose own edits
+    are rare is mostly drawn as one that leaves the ink, and the other sign wins.)"""
     order = [i for i in rng.permutation(len(kinds)).tolist() if touched[i]]
 
     def fits(i: int, picked: list[int]) -> bool:
         if signs is None:
             return True
-        sign = signs[0][i]
-        return sign == 0 or sign == signs[1][len(picked)]
+        sign, wanted = signs[0][i], signs[1][len(picked)]
+        return sign == wanted or (sign == 0 and 0 not in signs[1])
 
     if same_kind:
         for kind in dict.fromkeys(kinds[i] for i in order):
