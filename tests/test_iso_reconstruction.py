@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -147,37 +148,63 @@ def _one_edit_apart(a, b) -> bool:
     return (len(changed) == 1 and abs(changed[0]) == 1) or (sorted(changed.tolist()) == [-1, 1])
 
 
-def test_near_misses_fail_exactly_their_view_are_balanced_and_reversible(puzzle):
+def _three_edit_code(solution, distractors) -> bool:
+    """Whether the distractors are the solution with sums of subsets of three one-edit changes
+    (the masks of which edits each carries found by trying every assignment)."""
+    from itertools import product
+
+    base = np.asarray(solution)
+    deltas = np.stack([(np.asarray(d) - base).ravel() for d in distractors]).astype(float)
+    for rows in product(range(1, 8), repeat=len(distractors)):
+        masks = np.asarray([[r >> b & 1 for b in range(3)] for r in rows], dtype=float)
+        if len(set(rows)) < len(rows) or np.linalg.matrix_rank(masks) < 3:
+            continue
+        edits, *_ = np.linalg.lstsq(masks, deltas, rcond=None)
+        if np.allclose(masks @ edits, deltas) and np.allclose(edits, edits.round()) and \
+                all(_one_edit_apart(base, base + e.round().astype(int).reshape(base.shape)) for e in edits):
+            return True
+    return False
+
+
+def test_near_misses_fail_exactly_their_view_and_are_reversible(puzzle):
     near = generator._NearMisses(puzzle.meta, np.random.default_rng(0))
-    for answer in (puzzle.solution, *puzzle.distractors):
-        found = near.variants(answer)
-        assert len(found) >= 4 or answer is not puzzle.solution  # a leaf of the star may have none
-        base, inks = near.stand_in(answer), []
-        for name, other in found:
-            checks, _ = verifier.judge(puzzle.meta, voxels.render(other)[0])
-            assert [k for k, ok in checks.items() if not ok] == [name] and voxels.is_connected(other)
-            assert _one_edit_apart(answer, other) and answer in _voxels.solid_edits(other)  # the reverse edit
-            inks.append(float((base - near.stand_in(other)).sum()))
-        # As many edits add ink as remove it, so the solution (one edit back) is no extreme.
-        assert sum(i > 0 for i in inks) == sum(i < 0 for i in inks)
+    found = near.variants(puzzle.solution)
+    assert len(found) >= 4
+    for name, other in found:
+        checks, _ = verifier.judge(puzzle.meta, voxels.render(other)[0])
+        assert [k for k, ok in checks.items() if not ok] == [name] and voxels.is_connected(other)
+        assert _one_edit_apart(puzzle.solution, other) and puzzle.solution in _voxels.solid_edits(other).tolist()
+    assert near.variants(puzzle.distractors[0]) == []  # composites come from combine, never from a distractor's edits
 
 
-def test_only_some_distractors_have_near_misses_that_mend_their_view():
-    mending = []
-    for index in range(8):
-        p = make("medium", index)
-        near = generator._NearMisses(p.meta, np.random.default_rng(index))
-        for answer, name in zip(p.distractors, p.violations):
-            kinds = {kind for kind, _ in near.variants(answer)}
-            if kinds:
-                mending.append(kinds != {name})
-    assert 0 < sum(mending) < len(mending)
+def test_combine_applies_an_edit_to_another_answer_and_names_its_one_fault():
+    p = make("hard", 2)
+    near = generator._NearMisses(p.meta, np.random.default_rng(0))
+    found = near.variants(p.solution)
+    for (_, a), (_, b) in zip(found, found[1:]):
+        joined = near.combine(p.solution, a, b)
+        expected = np.asarray(a) + np.asarray(b) - np.asarray(p.solution)
+        if joined is not None:
+            name, heights = joined
+            assert heights == expected.tolist() and near.fault(heights) == name
+        elif expected.min() >= 0 and voxels.is_connected(expected.tolist()):
+            checks, _ = verifier.judge(p.meta, voxels.render(expected.tolist())[0])
+            assert sum(not ok for ok in checks.values()) != 1
 
 
-def test_distractors_form_a_star_around_one_option():
+def test_distractors_form_a_code_of_three_edits_failing_one_view():
     for index in range(6):
-        options = make("hard", index).options()
-        assert any(all(o is c or _one_edit_apart(o, c) for o in options) for c in options)
+        for level in ("easy", "hard"):
+            p = make(level, index)
+            assert len(set(p.violations)) == 1  # three mistakes of one view, composed
+            # Every aspect (top-view cell, front or side view column) where some option differs
+            # from the solution is shared by two or three of the five, so no option stands alone in it.
+            values = [generator.view_cells(o) for o in p.options()]
+            for i in {i for v in values for i, part in enumerate(v) if part != values[0][i]}:
+                assert sorted(Counter(v[i] for v in values).values()) == [2, 3], (level, index, i)
+            assert p.stats["aspects_in_play"] >= 2
+            # The distractors are the solution plus sums of subsets of three one-edit changes.
+            assert _three_edit_code(p.solution, p.distractors), (level, index)
 
 
 def test_options_are_pairwise_different_pixels(puzzle):

@@ -19,7 +19,7 @@ column: the notches and gaps a silhouette hides, the heightmap form of the refer
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,28 +226,3 @@ def solid_edits(heights: Sequence[Sequence[int]]) -> np.ndarray:
     out = np.concatenate([flat + unit, flat - unit, flat - unit[source] + unit[target]])
     return out[((out >= 0) & (out <= n)).all(axis=1)].reshape(-1, n, n)
 
-
-
-def balanced_edits(inks: Sequence[float], rng: np.random.Generator, accept: Callable[[int], bool],
-                   limit: int) -> list[int]:
-    """Indices of at most ``limit`` edits (``inks[i]``: the ink edit ``i`` adds, negative when
-    it removes ink), as many removing ink as adding it, paired by size, in random order.
-
-    The distractor sets are stars around a distractor, with the solution one edit back. If the
-    edits mostly added ink, the solution would be the option with the least ink; with each
-    edit that adds ink matched by one that removes about as much, undoing an edit looks like
-    making one. Edits that leave the ink unchanged come alone. ``accept(i)`` confirms an edit
-    (the verifier's judge); a pair enters only when both of its edits pass."""
-    adding = [int(i) for i in rng.permutation(len(inks)) if inks[i] > 0]
-    removing = [int(i) for i in rng.permutation(len(inks)) if inks[i] < 0]
-    fewer, more = sorted((adding, removing), key=len)
-    units = [[i] for i in range(len(inks)) if inks[i] == 0]
-    for i in fewer:  # each to the free edit of the other sign nearest in size (ties: the first in random order)
-        j = min(more, key=lambda k: abs(abs(inks[k]) - abs(inks[i])))
-        more.remove(j)
-        units.append([i, j])
-    chosen: list[int] = []
-    for u in rng.permutation(len(units)).tolist():
-        if len(chosen) + len(units[u]) <= limit and all(accept(i) for i in units[u]):
-            chosen += units[u]
-    return chosen

@@ -8,18 +8,23 @@ the verifier reads the drawn solid back from the isometric lattice and accepts e
 whose views match (see verifiers/iso_reconstruction.py), not only the reference drawing.
 
 The reference solid is drawn unambiguously (the shared solver finds exactly one solid in
-its drawing). Distractors are solids that get exactly one view wrong. The near misses of a
-solid (the solution or a distractor) are the connected solids one edit away (a cube added
-to or taken from the top of a column, so a one-cube column added or taken away, or the top
-cube of a column moved onto another) whose drawing the verifier's own judge fails on exactly
-one view. A near miss of a distractor that mends its wrong view and breaks another mostly
-undoes the distractor's edit, and so sits next to the solution: with such near misses always
-allowed the solution would be the most central option too often, without them the least
-central, so they are allowed for a share (MENDING_SHARE) of the distractors. They are
-balanced: every edit that adds ink is paired with one that removes about as much, so undoing
-an edit looks like making one. The four distractors are a star of near misses chosen by
-``_option_set.choose_star``: one time in five around the solution, otherwise around one of
-its near misses, with the solution (one edit back) among the options.
+its drawing). Distractors are connected solids that get exactly one view wrong, as the
+verifier's own judge reads their drawing. The near misses of the solution are the solids
+one edit away (a cube added to or taken from the top of a column, or the top cube of a
+column moved onto another; every edit's reverse is an edit) with exactly one wrong view,
+NEAR_MISS_DRAWS of them drawn at random and judged. On a level whose solids have hidden notches
+(``expert``), every near miss must also be drawn unambiguously, as the solution is.
+
+The four distractors come from ``_option_set.choose_set``: three near misses in different
+aspects (a top-view cell, or a front or side view column: what a solver compares), their
+ink added or removed as a coin tossed once per puzzle says, combined into a code in which
+every edit is carried by two or three of the five options. Options that carry two or three
+edits are the solution with those edits applied together (``_NearMisses.combine``), kept
+only when still connected and wrong in exactly one view. A solver must then compare at
+least two aspects to rule out the four, whichever option is the solution, and the solution
+is a random member of the code, so neither the set's structure nor its ink points at it.
+A solid whose edits do not compose into a code is replaced by a new one (SOLID_DRAWS at
+most) rather than given a star of single edits.
 """
 
 from __future__ import annotations
@@ -38,10 +43,9 @@ from vrforge.render import rasterise_cached
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import iso_reconstruction as verifier
 from vrforge.verifiers.sampling import hex_luminance
-from vrforge.verifiers.voxels import EMPTY, VIEWS, is_connected, lattice, projections, render
+from vrforge.verifiers.voxels import EMPTY, interpretations, is_connected, lattice, projections, render
 
-VERSION = "1.3.1"
-VARIANTS = 10  # near misses kept per answer: enough for a star, few enough to judge quickly
+VERSION = "1.4.0"
 STRICT_SSIM = 0.99999  # verify --strict: only a pixel-faithful drawing of the reference solid passes
 SSIM_MAX_WIDTH = 512  # larger answers are compared after the same box reduction of both images
 
@@ -72,9 +76,9 @@ def _grey_vector(n: int, labels: np.ndarray) -> np.ndarray:
 
 
 Heights = list[list[int]]
-CENTRE_LEAVES = 3  # near misses a distractor needs to be the centre of a set (``choose_star``)
-MENDING_SHARE = 0.3  # distractors whose near misses may mend their view and break another
-SURELY_ENOUGH = 16  # a solid with this many one-edit solids failing one view has enough near misses
+CODE_TRIES = 30  # triples of near misses tried on one solid
+SOLID_DRAWS = 40  # solids drawn for one set's signs before the attempt is rejected
+NEAR_MISS_DRAWS = 60  # one-edit solids judged per solution: judging every one (hundreds on a large floor) costs most
 
 
 def _wrong_views(solids: np.ndarray, reference: np.ndarray) -> np.ndarray:
@@ -85,18 +89,29 @@ def _wrong_views(solids: np.ndarray, reference: np.ndarray) -> np.ndarray:
                      (solids.max(axis=2) != reference.max(axis=1)).any(axis=1)], axis=1)
 
 
-class _NearMisses:
-    """The near misses of any answer solid for one puzzle: connected solids one edit away whose
-    drawing the verifier's judge fails on exactly one view (for most distractors, their own
-    view), balanced in ink (``balanced_edits``). The solution's near misses are those that can each centre a
-    set (with enough near misses of their own), so that the solution centres it only by lot."""
+def view_cells(heights: Heights) -> tuple[bytes, ...]:
+    """A solid's aspects, what a solver compares with the puzzle's views: every cell of its top
+    view, and every column of its front and side views."""
+    views = projections(heights)
+    n = len(views["top"])
+    top = [cell for row in views["top"] for cell in row]
+    columns = ["".join(row[j] for row in views[v]) for v in ("front", "side") for j in range(n)]
+    return tuple(part.encode() for part in top + columns)
 
-    def __init__(self, meta: Mapping[str, Any], rng: np.random.Generator) -> None:
-        self.meta, self.rng, self.n = meta, rng, meta["size"]
+
+class _NearMisses:
+    """The near misses of the solution for one puzzle: connected solids one edit away whose
+    drawing the verifier's judge fails on exactly one view, and the composite mistakes of a
+    code (``combine``)."""
+
+    def __init__(self, meta: Mapping[str, Any], rng: np.random.Generator, unambiguous: bool = False) -> None:
+        # unambiguous: every near miss drawn, like the solution, as exactly one solid. A level whose
+        # solids must have hidden notches (min_concavities) needs it: most notched solids draw
+        # ambiguously, so an ambiguous drawing marked a distractor (the set CNN found expert
+        # solutions 0.335 of the time without it, 0.26 with it).
+        self.meta, self.rng, self.n, self.unambiguous = meta, rng, meta["size"], unambiguous
         self.reference = np.asarray(meta["heights"], dtype=np.int64)  # its views are the puzzle's
         self.labels: dict[str, np.ndarray] = {}
-        self.failed: dict[bytes, list[str]] = {}
-        self.found: dict[str, list[tuple[str, Heights]]] = {}
 
     def _labels(self, heights: Heights) -> np.ndarray:
         key = str(heights)
@@ -107,88 +122,86 @@ class _NearMisses:
     def stand_in(self, heights: Heights) -> np.ndarray:
         return _grey_vector(self.n, self._labels(heights))
 
-    def _judged(self, labels: np.ndarray) -> list[str]:
-        key = labels.tobytes()
-        if key not in self.failed:
-            checks, _ = verifier.judge(self.meta, labels)
-            self.failed[key] = [name for name, ok in checks.items() if not ok]
-        return self.failed[key]
+    def fault(self, heights: Heights) -> str | None:
+        """The one check a connected solid's drawing fails (None: none, several, not connected,
+        or a drawing that shows more than one solid)."""
+        if not is_connected(heights):
+            return None
+        if self.unambiguous:
+            search = interpretations(self.n, self._labels(heights), limit=2)
+            if len(search.solutions) != 1 or search.truncated:
+                return None
+        checks, _ = verifier.judge(self.meta, self._labels(heights))
+        failed = [name for name, ok in checks.items() if not ok]
+        return failed[0] if len(failed) == 1 else None
 
     def variants(self, heights: Heights) -> list[tuple[str, Heights]]:
-        key = str(heights)
-        if key not in self.found:  # kept: the set chooser asks again for what the solution's check drew
-            self.found[key] = self._variants(heights)
-        return self.found[key]
-
-    def _can_centre(self, heights: Heights) -> bool:
-        """Whether a distractor has enough near misses to centre a set: surely when it has many
-        candidate edits (the cheap count), otherwise by finding them."""
-        wrong = _wrong_views(_voxels.solid_edits(heights), self.reference)
-        own = _wrong_views(np.asarray([heights]), self.reference)[0]
-        if ((wrong.sum(axis=1) == 1) & wrong[:, own].all(axis=1)).sum() >= SURELY_ENOUGH:
-            return True
-        return len(self.variants(heights)) >= CENTRE_LEAVES
-
-    def _variants(self, heights: Heights) -> list[tuple[str, Heights]]:
-        own = _wrong_views(np.asarray([heights]), self.reference)[0]
+        """Every solid one edit from ``heights`` (``solid_edits``) that fails exactly one view,
+        its drawing judged as the verifier judges it, among NEAR_MISS_DRAWS drawn at random; only
+        the solution's are asked for (the composites come from ``combine``)."""
+        if heights != self.meta["heights"]:
+            return []
         solids = _voxels.solid_edits(heights)
-        wrong = _wrong_views(solids, self.reference)
-        keep = wrong.sum(axis=1) == 1
-        if own.any() and self.rng.random() >= MENDING_SHARE:
-            keep &= wrong[:, own].all(axis=1)
-        base = self.stand_in(heights)
-        seen = {self._labels(heights).tobytes()}
-        found: list[tuple[str, Heights, np.ndarray]] = []
-        for solid, views in zip(solids[keep].tolist(), wrong[keep]):
-            if is_connected(solid):
-                labels = self._labels(solid)
-                if labels.tobytes() not in seen:
-                    seen.add(labels.tobytes())
-                    found.append((f"{VIEWS[int(np.argmax(views))]}_mismatch", solid, labels))
-        inks = [float((base - _grey_vector(self.n, labels)).sum()) for _, _, labels in found]
+        candidates = solids[_wrong_views(solids, self.reference).sum(axis=1) == 1]
+        drawn = self.rng.permutation(len(candidates))[:NEAR_MISS_DRAWS]
+        found: list[tuple[str, Heights]] = []
+        for solid in candidates[np.sort(drawn)].tolist():
+            name = self.fault(solid)
+            if name is not None:
+                found.append((name, solid))
+        return found
 
-        def accept(i: int) -> bool:
-            kind, solid, labels = found[i]
-            return self._judged(labels) == [kind] and (own.any() or self._can_centre(solid))
-
-        kept = _voxels.balanced_edits(inks, self.rng, accept, VARIANTS)
-        return [(found[i][0], found[i][1]) for i in kept]
-
-
-def view_aspects(heights: Heights) -> tuple[bytes, ...]:
-    """A solid's aspects: its three views, what a solver compares a candidate with."""
-    views = projections(heights)
-    return tuple(repr(views[v]).encode() for v in VIEWS)
+    def combine(self, solution: Heights, answer: Heights, edited: Heights) -> tuple[str, Heights] | None:
+        """``answer`` with the cubes that ``edited`` adds to or takes from ``solution``, and the one
+        check its drawing fails (None unless exactly one)."""
+        joined = np.asarray(answer) + np.asarray(edited) - np.asarray(solution)
+        if joined.min() < 0 or joined.max() > self.n:
+            return None
+        name = self.fault(joined.tolist())
+        return None if name is None else (name, joined.tolist())
 
 
 def generate(config: _voxels.VoxelConfig, rng: np.random.Generator) -> Puzzle:
     n = config.size
-    heights = _voxels.drawable_solid(config, rng)
-    views = projections(heights)
-    labels, _ = render(heights)
-    meta = {
-        "task": "iso_reconstruction",
-        "size": n,
-        "views": views,
-        "heights": heights,
-        "layout": _voxels.layout(n),
-        "palette": dict(_voxels.PALETTE),
-    }
-
-    near = _NearMisses(meta, rng)
-    try:
-        chosen = _option_set.choose_star(heights, near.variants, near.stand_in, rng)
-    except ValueError as exc:
-        raise RejectedPuzzle(f"distractors: {exc}") from None
+    # The set's signs are drawn with the first solid and kept for every solid drawn after it: a
+    # solid drawn again with new signs would keep the signs whose edits compose more easily.
+    signs: list[float] | None = None
+    problem = ""
+    for _ in range(SOLID_DRAWS):
+        try:
+            heights = _voxels.drawable_solid(config, rng)
+        except RejectedPuzzle as exc:
+            problem = str(exc)
+            continue
+        signs = signs or _option_set.set_signs(rng)
+        meta = {
+            "task": "iso_reconstruction",
+            "size": n,
+            "views": projections(heights),
+            "heights": heights,
+            "layout": _voxels.layout(n),
+            "palette": dict(_voxels.PALETTE),
+        }
+        near = _NearMisses(meta, rng, unambiguous=config.min_concavities > 0)
+        try:
+            chosen = _option_set.choose_set(heights, near.variants, near.stand_in, rng, aspects=view_cells,
+                                            combine=near.combine, signed=True, signs=signs, same_kind=True,
+                                            tries=CODE_TRIES, fallback=False)
+            break
+        except ValueError as exc:
+            problem = f"distractors: {exc}"
+    else:
+        raise RejectedPuzzle(problem)
 
     h = np.asarray(heights)
+    labels, _ = render(heights)
     stats = {
         "cubes": float(h.sum()),
         "columns": float((h > 0).sum()),
         "max_height": float(h.max()),
         "visible_unit_faces": float((labels != EMPTY).sum() / 2),
-        # the views a solver must compare with to rule out every distractor
-        "aspects_in_play": _option_set.set_aspects(heights, chosen, view_aspects),
+        # the top-view cells and front or side view columns a solver must compare to rule out every distractor
+        "aspects_in_play": _option_set.set_aspects(heights, chosen, view_cells),
     }
     return Puzzle(
         meta=meta,
