@@ -145,11 +145,15 @@ def _components(nodes: AbstractSet[Node], links: list[tuple[Node, Node]]) -> tup
     return len(parent) - joined, loop
 
 
+def _grid_key(meta: Mapping[str, Any]) -> tuple[int, float, float, float, tuple[tuple[float, float], ...]]:
+    """The parts of a puzzle's meta that fix its sample points (the cache key of both grids below)."""
+    layout = meta["layout"]
+    return meta["size"], layout["width"], layout["height"], layout["cell"], tuple(map(tuple, layout["origins"]))
+
+
 def sample_grid(meta: Mapping[str, Any]) -> tuple[list[Node], list[tuple[Node, Node]], np.ndarray]:
     """Normalised sample points: all cell centres, then all boundaries between neighbours."""
-    layout = meta["layout"]
-    key = (meta["size"], layout["width"], layout["height"], layout["cell"], tuple(map(tuple, layout["origins"])))
-    return _sample_grid(*key)
+    return _sample_grid(*_grid_key(meta))
 
 
 @lru_cache(maxsize=64)
@@ -226,9 +230,7 @@ SIDE = 0.17  # cells from a boundary to the points either side of it: clear of t
 
 def sides_of(meta: Mapping[str, Any]) -> np.ndarray:
     """Normalised points either side of each boundary of ``sample_grid`` (two per link, in order)."""
-    layout = meta["layout"]
-    key = (meta["size"], layout["width"], layout["height"], layout["cell"], tuple(map(tuple, layout["origins"])))
-    return _sides(*key)
+    return _sides(*_grid_key(meta))
 
 
 @lru_cache(maxsize=64)

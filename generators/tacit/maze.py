@@ -61,11 +61,10 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import chain
 
 import numpy as np
 
@@ -540,8 +539,7 @@ def _changed(a: Drawing, b: Drawing) -> int:
 
 def _line_ends(drawing: Drawing) -> int:
     """The drawn cells with at most one link: where a line stops on its layer."""
-    degree = Counter(chain.from_iterable(drawing.links))
-    return sum(degree[cell] <= 1 for cell in drawing.cells)
+    return sum(len(others) <= 1 for others in _adjacency(drawing).values())
 
 
 def _adjacency(drawing: Drawing) -> dict[Node, list[Node]]:
