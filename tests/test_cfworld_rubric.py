@@ -149,6 +149,13 @@ def test_a_record_without_anchors_or_knock_on_fails():
     assert any("anchors" in r for r in found) and any("knock_on" in r for r in found)
 
 
+def test_an_l3_prompt_outside_its_length_fails():
+    assert R.check_v03_fields(R.RubricRecord.from_compact(RECORD)) == []
+    for l3 in ("Ice sinks. A pond.", " ".join(["word"] * 26)):
+        found = R.check_v03_fields(R.RubricRecord.from_compact(RECORD | {"l3": l3}))
+        assert len(found) == 1 and "l3 has" in found[0]
+
+
 @pytest.mark.parametrize(("question", "problem"), [
     ("Is the flame blue or yellow?", "alternatives"),
     ("Which way does the compass needle point?", "auxiliary"),

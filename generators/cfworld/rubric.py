@@ -363,8 +363,14 @@ def check_premise_mechanism(record: RubricRecord) -> list[str]:
 
 # ----------------------------------------------------------------------------- v0.3 fields
 
+L3_WORDS = (12, 25)  # the L3 prompt's length in words: the premise and the scene, nothing more
+
+
 def check_v03_fields(record: RubricRecord) -> list[str]:
     reasons = []
+    words = len(record.l3.split())
+    if not L3_WORDS[0] <= words <= L3_WORDS[1]:
+        reasons.append(f"v03-fields: l3 has {words} words, outside {L3_WORDS[0]}-{L3_WORDS[1]}")
     if not record.anchors:
         reasons.append("v03-fields: no anchors (the scene anchors judged under visual integrity)")
     if not record.knock_on:
