@@ -187,6 +187,12 @@ def random_solid(n: int, columns: tuple[int, int], rng: np.random.Generator) -> 
     return heights
 
 
+def draws_one_solid(n: int, labels: np.ndarray) -> bool:
+    """Whether a drawing (its lattice labels) shows exactly one solid on an n x n floor (the solver proves it)."""
+    search = interpretations(n, labels, limit=2)
+    return len(search.solutions) == 1 and not search.truncated
+
+
 def drawable_solid(config: VoxelConfig, rng: np.random.Generator) -> list[list[int]]:
     """A random solid whose isometric drawing shows exactly one solid (proved by the solver),
     at least two cubes tall and with the level's least cubes and concavities; raises
@@ -206,8 +212,7 @@ def drawable_solid(config: VoxelConfig, rng: np.random.Generator) -> list[list[i
         elif max(map(max, heights)) < 2:
             problem = "flat solid"
         else:
-            search = interpretations(n, render(heights)[0], limit=2)
-            if len(search.solutions) == 1 and not search.truncated:
+            if draws_one_solid(n, render(heights)[0]):
                 return heights
             problem = "the drawing shows more than one solid"
     raise RejectedPuzzle(problem)

@@ -43,7 +43,7 @@ from vrforge.render import rasterise_cached
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import iso_reconstruction as verifier
 from vrforge.verifiers.sampling import hex_luminance
-from vrforge.verifiers.voxels import EMPTY, interpretations, is_connected, lattice, projections, render
+from vrforge.verifiers.voxels import EMPTY, is_connected, lattice, projections, render
 
 VERSION = "1.4.0"
 STRICT_SSIM = 0.99999  # verify --strict: only a pixel-faithful drawing of the reference solid passes
@@ -127,13 +127,11 @@ class _NearMisses:
         or a drawing that shows more than one solid)."""
         if not is_connected(heights):
             return None
-        if self.unambiguous:
-            search = interpretations(self.n, self._labels(heights), limit=2)
-            if len(search.solutions) != 1 or search.truncated:
-                return None
         checks, _ = verifier.judge(self.meta, self._labels(heights))
         failed = [name for name, ok in checks.items() if not ok]
-        return failed[0] if len(failed) == 1 else None
+        if len(failed) != 1 or (self.unambiguous and not _voxels.draws_one_solid(self.n, self._labels(heights))):
+            return None  # the solver, the costly check, last
+        return failed[0]
 
     def variants(self, heights: Heights) -> list[tuple[str, Heights]]:
         """Every solid one edit from ``heights`` (``solid_edits``) that fails exactly one view,
