@@ -1,6 +1,6 @@
 """Shared by the ``ortho_projection`` and ``iso_reconstruction`` tasks: random stacked-cube
-solids, the common picture layout (drawn by ``_voxel_drawing``) and the balance of the
-near misses from which ``_option_set`` builds the distractor sets.
+solids, the common picture layout (drawn by ``_voxel_drawing``) and the fair sets of five
+solids from which both tasks draw their options (``fair_solids``).
 
 (A module whose name starts with "_" is not a task: the registry skips it.)
 
@@ -19,12 +19,13 @@ column: the notches and gaps a silhouette hides, the heightmap form of the refer
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from vrforge.generators.tacit import _option_set
 from vrforge.generators.tacit._voxel_drawing import (  # noqa: F401
     GRID_OFFSET,
     GRID_SIDE,
@@ -35,7 +36,7 @@ from vrforge.generators.tacit._voxel_drawing import (  # noqa: F401
 )
 from vrforge.params import ParamError, check_params, param
 from vrforge.types import RejectedPuzzle
-from vrforge.verifiers.voxels import interpretations, is_connected, render
+from vrforge.verifiers.voxels import interpretations, is_connected, projections, render
 
 WIDTH = HEIGHT = 400
 PANEL = 200
@@ -55,7 +56,6 @@ PALETTE = {
 }
 
 MAX_SIZE = 8  # floor side: view cells and cube edges stay >= 12 px at 512 (see legibility)
-SOLID_TRIES = 40  # solids drawn for a level's least cubes and concavities before the attempt is rejected
 
 
 @dataclass(frozen=True)
@@ -193,35 +193,10 @@ def draws_one_solid(n: int, labels: np.ndarray) -> bool:
     return len(search.solutions) == 1 and not search.truncated
 
 
-def drawable_solid(config: VoxelConfig, rng: np.random.Generator) -> list[list[int]]:
-    """A random solid whose isometric drawing shows exactly one solid (proved by the solver),
-    at least two cubes tall and with the level's least cubes and concavities; raises
-    RejectedPuzzle otherwise.
-
-    A level that asks for least cubes or concavities redraws a failing solid (up to
-    SOLID_TRIES; most solids with hidden notches are ambiguous); one that asks for neither
-    rejects the attempt at the first failure, as the levels made before these parameters did,
-    so their puzzles stay the same."""
-    tries = SOLID_TRIES if config.min_cubes or config.min_concavities else 1
-    n = config.size
-    problem = ""
-    for _ in range(tries):
-        heights = random_solid(n, (config.min_columns, config.max_columns), rng)
-        if sum(map(sum, heights)) < config.min_cubes or concavities(heights) < config.min_concavities:
-            problem = "too few cubes or concavities"
-        elif max(map(max, heights)) < 2:
-            problem = "flat solid"
-        else:
-            if draws_one_solid(n, render(heights)[0]):
-                return heights
-            problem = "the drawing shows more than one solid"
-    raise RejectedPuzzle(problem)
-
-
 # ---------------------------------------------------------------- near misses
 
 
-def solid_edits(heights: Sequence[Sequence[int]]) -> np.ndarray:
+def solid_edits(heights: Sequence[Sequence[int]] | np.ndarray) -> np.ndarray:
     """(K, n, n) every solid one edit from ``heights``: a cube added to or taken from the top
     of a column, or the top cube of a column moved onto another. Each edit's reverse is an edit."""
     flat = np.asarray(heights, dtype=np.int64).ravel()
@@ -231,3 +206,136 @@ def solid_edits(heights: Sequence[Sequence[int]]) -> np.ndarray:
     out = np.concatenate([flat + unit, flat - unit, flat - unit[source] + unit[target]])
     return out[((out >= 0) & (out <= n)).all(axis=1)].reshape(-1, n, n)
 
+
+# ---------------------------------------------------------------- fair option sets
+#
+# Both tasks' option sets are five solids around a random solid B: three edits of B, each wrong in
+# one view and changing different aspects (``view_cells``), and five of the eight solids B carrying
+# a subset of them, a code of ``_option_set.CODES`` translated by a random subset, so each edit is
+# carried by two or three of the five and ruling out four takes two aspects checked or more,
+# whichever is the solution. A set is kept only when every member could be its solution
+# (``fair_set``); the caller then draws the solution uniformly among the five. Whether a set is
+# kept never depends on which member is the solution, so no picker that sees the options alone can
+# beat chance in expectation, whatever their ink. (A set built around the solution, its edits' signs
+# drawn for it, kept the signs whose edits compose on a small floor, cubes added, and left the
+# solution the lightest option too often.)
+
+Heights = list[list[int]]
+CODE_TRIES = 30  # edit triples tried around one solid
+SOLID_DRAWS = 40  # solids drawn before the attempt is rejected
+
+
+def view_cells(heights: Heights) -> tuple[bytes, ...]:
+    """A solid's aspects, what a solver compares with the puzzle's views (``aspects_of_views``)."""
+    return aspects_of_views(projections(heights))
+
+
+def aspects_of_views(views: Mapping[str, Sequence[str]]) -> tuple[bytes, ...]:
+    """Every cell of the top view, and every column of the front and side views."""
+    n = len(views["top"])
+    top = [cell for row in views["top"] for cell in row]
+    columns = ["".join(row[j] for row in views[v]) for v in ("front", "side") for j in range(n)]
+    return tuple(part.encode() for part in top + columns)
+
+
+def _view_edits(base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every one-edit change of ``base`` (``solid_edits``) that makes exactly one view wrong:
+    the changes of heights (K, n, n) and the view each makes wrong (0 top, 1 front, 2 side)."""
+    solids = solid_edits(base)
+    wrong = wrong_views(solids, base)
+    one = wrong.sum(axis=1) == 1
+    return solids[one] - base, wrong[one].argmax(axis=1)
+
+
+def wrong_views(solids: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """(K, 3) for each of the (K, n, n) ``solids``: which views (top, front, side) differ from
+    those of ``reference``."""
+    return np.stack([((solids > 0) != (reference > 0)).any(axis=(1, 2)),
+                     (solids.max(axis=1) != reference.max(axis=0)).any(axis=1),
+                     (solids.max(axis=2) != reference.max(axis=1)).any(axis=1)], axis=1)
+
+
+class _ViewEdits:
+    """The one-edit changes of a solid that make exactly one view wrong, and the aspects each changes."""
+
+    def __init__(self, base: np.ndarray) -> None:
+        self.deltas, self.views = _view_edits(base)
+        cells = view_cells(base.tolist())
+        self.touched = [_option_set.differing(cells, view_cells((base + d).tolist())) for d in self.deltas]
+
+    def draw_three(self, rng: np.random.Generator) -> np.ndarray | None:
+        """Three changes wrong in the same view and in disjoint aspects, drawn at random (the view
+        first, then the edits): a rule on the aspects alone, never on the pictures."""
+        for view in rng.permutation(3).tolist():
+            picked: list[int] = []
+            for i in rng.permutation(len(self.deltas)).tolist():
+                if self.views[i] == view and all(not self.touched[i] & self.touched[j] for j in picked):
+                    picked.append(i)
+                    if len(picked) == 3:
+                        return self.deltas[picked]
+        return None
+
+
+def could_be_solution(config: VoxelConfig, heights: Heights) -> bool:
+    """Whether a solid meets the level as its solution must (the solver, the costly check, last)."""
+    h = np.asarray(heights)
+    columns = int((h > 0).sum())
+    return (h.min() >= 0 and h.max() <= config.size and h.max() >= 2 and is_connected(heights)
+            and config.min_columns <= columns <= config.max_columns and int(h.sum()) >= config.min_cubes
+            and concavities(heights) >= config.min_concavities
+            and draws_one_solid(config.size, render(heights)[0]))
+
+
+def _code_members(base: np.ndarray, edits: np.ndarray, rng: np.random.Generator) -> list[Heights]:
+    """Five solids: ``base`` with the subsets of ``edits`` named by a random code translated by a
+    random subset."""
+    code = _option_set.CODES[int(rng.integers(len(_option_set.CODES)))]
+    shift = int(rng.integers(8))
+    return [(base + sum(edits[b] for b in range(3) if (row ^ shift) >> b & 1)).tolist() for row in code]
+
+
+def fair_set(config: VoxelConfig, members: list[Heights]) -> bool:
+    """Whether every member could be the solution of the set: each one connected, within the
+    level's parameters and drawn unambiguously (``could_be_solution``), every other member wrong
+    in exactly one view against it, and two aspects or more in play from its side."""
+    solids = np.asarray(members)
+    if solids.min() < 0 or solids.max() > config.size or len({str(m) for m in members}) < 5:
+        return False
+    for i in range(5):
+        if sorted(wrong_views(np.delete(solids, i, axis=0), solids[i]).sum(axis=1).tolist()) != [1] * 4:
+            return False
+    cells = [view_cells(m) for m in members]
+    if any(_option_set.aspects_in_play(cells[i], cells[:i] + cells[i + 1:]) < 2 for i in range(5)):
+        return False
+    return all(could_be_solution(config, m) for m in members)
+
+
+def fair_solids(config: VoxelConfig, rng: np.random.Generator) -> list[Heights]:
+    """The five solids of a fair set (``fair_set``) around a random solid; RejectedPuzzle if none is
+    found around SOLID_DRAWS solids."""
+    for _ in range(SOLID_DRAWS):
+        base = np.asarray(random_solid(config.size, (config.min_columns, config.max_columns), rng),
+                          dtype=np.int64)
+        edits = _ViewEdits(base)
+        for _ in range(CODE_TRIES):
+            three = edits.draw_three(rng)
+            if three is None:
+                break
+            members = _code_members(base, three, rng)
+            if fair_set(config, members):
+                return members
+    raise RejectedPuzzle(f"no fair set of five solids around {SOLID_DRAWS} solids")
+
+
+def draw_solution(members: list[Heights], rng: np.random.Generator) -> tuple[Heights, list[Heights], list[int]]:
+    """The solution drawn uniformly among a fair set's five solids, the other four in random order,
+    and the view (0 top, 1 front, 2 side) each of them gets wrong."""
+    order = rng.permutation(len(members)).tolist()
+    solution, others = members[order[0]], [members[i] for i in order[1:]]
+    wrong = wrong_views(np.asarray(others), np.asarray(solution))
+    return solution, others, wrong.argmax(axis=1).tolist()
+
+
+def aspects_in_play(solution: Heights, others: list[Heights]) -> float:
+    """The top-view cells and front or side view columns a solver must compare to rule out the others."""
+    return float(_option_set.aspects_in_play(view_cells(solution), [view_cells(o) for o in others]))
