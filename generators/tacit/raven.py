@@ -68,7 +68,7 @@ from vrforge.verifiers import raven as rv
 
 # 1.3.0: arrowheads between the panels of each row show that the rules run along the rows.
 # 1.5.0: sets over the slots wherever they need two slots checked (every 3x3 set; 2x2 answers of two objects).
-VERSION = "1.5.0"
+VERSION = "1.6.0"
 WIDTH = 400
 MARGIN = 10
 GAP = 10
@@ -300,14 +300,14 @@ def generate(config: RavenConfig, rng: np.random.Generator) -> Puzzle:
 # ---------------------------------------------------------------- distractors
 
 # How often each value is the answer's, by grid (measured over 20,000 generated puzzles per
-# difficulty, before any is turned down for its distractors). Along the colour and type axes
-# every value appears in every option set, so the solution's value must be equally likely
-# there: the axis is taken with probability inversely proportional to the answer value's
-# frequency (AXIS_SHARE at the rarest value).
+# grid, before any is turned down for its distractors; the type among those whose rotation is
+# constant, the only ones whose sets run along the type). Along the colour and type axes every
+# value appears in every option set, so the solution's value must be equally likely there: the
+# axis is taken with probability inversely proportional to the answer value's frequency
+# (AXIS_SHARE at the rarest value). Sets only of grids 1 and 2 run along these axes.
 ANSWER_FREQUENCIES: dict[int, dict[str, tuple[float, ...]]] = {
-    1: {"colour": (0.229, 0.182, 0.192, 0.176, 0.222), "type": (0.326, 0.118, 0.284, 0.112, 0.16)},
-    2: {"colour": (0.236, 0.17, 0.178, 0.173, 0.242), "type": (0.341, 0.104, 0.307, 0.105, 0.144)},
-    3: {"colour": (0.255, 0.161, 0.177, 0.159, 0.249), "type": (0.371, 0.083, 0.329, 0.084, 0.134)},
+    1: {"colour": (0.268, 0.155, 0.163, 0.144, 0.27), "type": (0.26, 0.143, 0.182, 0.152, 0.263)},
+    2: {"colour": (0.261, 0.148, 0.174, 0.155, 0.263), "type": (0.272, 0.144, 0.18, 0.138, 0.266)},
 }
 AXIS_SHARE = 0.5  # the two whole-panel axes together never take more than the whole
 MIN_VARIANTS = 4  # a set of four distractors
@@ -369,14 +369,19 @@ def _combined(meta: Mapping[str, Any], solution: dict, panel: dict, edited: dict
 
 def _choose_axis(meta: Mapping[str, Any], answer: dict, rng: np.random.Generator) -> str:
     """The slots wherever a set over them needs two checks (``_two_slot_checks``). Otherwise colour
-    or type with probability AXIS_SHARE * (rarest value's frequency / answer value's), else the
+    or type with probability AXIS_SHARE * (rarest value's frequency / answer value's), the type
+    only when the rotation is constant (the answer of a turning rule is a triangle or a pentagon,
+    and a set of five types drawn turned showed it: 0.5 for a probe on those sets), else the
     slots when the answer has at least MIN_VARIANTS moves; else the puzzle is turned down
     (rejecting instead of falling back keeps each answer value equally likely)."""
     if _two_slot_checks(meta["layout"]["grid"], answer):
         return "positions"
     frequencies = ANSWER_FREQUENCIES[meta["layout"]["grid"]]
+    changing = {rule["attribute"] for rule in meta["rules"] if rule["kind"] != "constant"}
     draw = rng.random()
     for axis in ("colour", "type"):
+        if axis not in changing or (axis == "type" and "rotation" in changing):
+            continue
         share = AXIS_SHARE * min(frequencies[axis]) / frequencies[axis][answer[axis]]
         if draw < share:
             return axis
