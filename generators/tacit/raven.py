@@ -300,8 +300,8 @@ def generate(config: RavenConfig, rng: np.random.Generator) -> Puzzle:
 # ---------------------------------------------------------------- distractors
 
 # How often each value is the answer's, by grid (measured over 20,000 generated puzzles per
-# grid, before any is turned down for its distractors; the type among those whose rotation is
-# constant, the only ones whose sets run along the type). Along the colour and type axes every
+# grid, before any is turned down for its distractors, among those whose sets may run along the
+# attribute: it changes along the rows, and for the type the rotation is constant). Along the colour and type axes every
 # value appears in every option set, so the solution's value must be equally likely there: the
 # axis is taken with probability inversely proportional to the answer value's frequency
 # (AXIS_SHARE at the rarest value). Sets only of grids 1 and 2 run along these axes.
@@ -369,9 +369,10 @@ def _combined(meta: Mapping[str, Any], solution: dict, panel: dict, edited: dict
 
 def _choose_axis(meta: Mapping[str, Any], answer: dict, rng: np.random.Generator) -> str:
     """The slots wherever a set over them needs two checks (``_two_slot_checks``). Otherwise colour
-    or type with probability AXIS_SHARE * (rarest value's frequency / answer value's), the type
-    only when the rotation is constant (the answer of a turning rule is a triangle or a pentagon,
-    and a set of five types drawn turned showed it: 0.5 for a probe on those sets), else the
+    or type with probability AXIS_SHARE * (rarest value's frequency / answer value's), each only
+    where it changes along the rows (a constant one is read off the other panels), the type only
+    where the rotation is constant (the answer of a turning rule is a triangle or a pentagon, and
+    a set of five types drawn turned showed it: 0.5 for a probe on those sets), else the
     slots when the answer has at least MIN_VARIANTS moves; else the puzzle is turned down
     (rejecting instead of falling back keeps each answer value equally likely)."""
     if _two_slot_checks(meta["layout"]["grid"], answer):
