@@ -110,6 +110,20 @@ def test_keystone_is_registered_with_a_homography(task):
     assert "perspective" in verdict.details["registration"], verdict.details["registration"]
 
 
+def test_an_expert_maze_is_registered_at_a_working_size_that_keeps_its_cells():
+    """At the default working size an expert maze's cells are under 5 working pixels and ECC slid
+    along the period of its walls under a keystone (every solution read as broken); the finer
+    puzzle now gets a larger working size, and the coarser ones keep the default."""
+    spec, puzzle, solution, distractors = options("maze", "expert")
+    layout = puzzle.meta["layout"]
+    area = registration.work_area(layout, layout["cell"])
+    assert area > registration.WORK_AREA
+    assert registration.reference_for("maze", puzzle.meta, area).area == area
+    assert_solution_only(spec, puzzle, solution, distractors[:2], "keystone 1.5%")
+    hard = accepted_puzzle("maze", "hard", 0, SEED).meta["layout"]
+    assert registration.work_area(hard, hard["cell"]) == registration.WORK_AREA
+
+
 @pytest.mark.parametrize("task", ["maze", "ortho_projection", "raven"])
 def test_the_recovered_homography_is_the_true_keystone(task):
     """Known transform: the bare puzzle tilted by 3 %; at the puzzle's ink the recovered map is

@@ -40,6 +40,10 @@ the background's tint and to the colour of letterbox bars. The method:
    tilt of its own affine fit, which must pass the checks above. Checked against known
    keystones on every task's puzzles: within about a pixel at 1024 px, as the affine fit is
    for a shift. An answer that fits no homography better keeps its affine reading.
+5. Working size. Both pictures are compared at about ``WORK_AREA`` working pixels, or more for a
+   puzzle whose smallest feature (the unit its verifier reads: a cell, a node's radius) would
+   be under ``MIN_WORK_UNIT`` working pixels there (``work_area``): an expert maze's walls, 4.9
+   working px apart at the default size, let ECC slide a period under a keystone.
 
 A pixel-aligned answer (the same aspect ratio, the puzzle's ink where the reference has it)
 is recognised from 1,500 landmark pixels on the rims of the puzzle's solid ink (a filled
@@ -68,6 +72,11 @@ from vrforge.types import Verdict
 cv2.setNumThreads(1)
 
 WORK_AREA = 360 * 360  # working pixels of the reference (3:1 mazes get 624 x 208)
+# The smallest feature a verifier reads (a cell, a node's radius), in working pixels at least: a
+# finer puzzle is registered at a larger working size. An expert maze's cells were 4.9 working px
+# at WORK_AREA, and ECC slid along the period of its walls under a keystone (every other task's
+# smallest feature is 10 working px or more there, so only such puzzles change).
+MIN_WORK_UNIT = 9.0
 ANSWER_AREA = 2 * WORK_AREA  # the answer is reduced to at most this before registration
 UNIFORM_SPREAD = 48  # a row or column whose colours span less than this (after a blur) is empty
 INK_THRESHOLD = 0.16  # of 255: farther than this from the background colour is ink
@@ -108,6 +117,7 @@ class Reference:
     landmarks: np.ndarray  # (K, 2) normalised (x, y) of solid ink pixels at the rims of strokes and faces
     clear: np.ndarray  # (K, 2) normalised (x, y) of background pixels away from any ink
     background: np.ndarray  # RGB of the puzzle's background
+    area: float = WORK_AREA  # the working area it was reduced to
 
     @property
     def aspect(self) -> float:
@@ -134,32 +144,42 @@ _CACHE: list[tuple[str, Mapping[str, Any], Reference]] = []
 _CACHE_SIZE = 8
 
 
-def reference_for(task: str, meta: Mapping[str, Any]) -> Reference:
-    """The bare puzzle of ``meta`` drawn by its task and reduced (the last few are kept: callers
-    verify several answers to one puzzle in a row)."""
+def reference_for(task: str, meta: Mapping[str, Any], area: float = WORK_AREA) -> Reference:
+    """The bare puzzle of ``meta`` drawn by its task and reduced to about ``area`` working pixels
+    (the last few are kept: callers verify several answers to one puzzle in a row)."""
     for name, cached_meta, reference in _CACHE:
-        if name == task and (cached_meta is meta or cached_meta == meta):
+        if name == task and reference.area == area and (cached_meta is meta or cached_meta == meta):
             return reference
     from vrforge.render import rasterise_cached
 
     layout = meta["layout"]
-    width = _work_size(float(layout["width"]), float(layout["height"]))[0]
+    width = _work_size(float(layout["width"]), float(layout["height"]), area)[0]
     image = rasterise_cached(get_task(task).draw(meta, None), width)
-    reference = reference_from_image(np.asarray(image.convert("RGB")))
+    reference = reference_from_image(np.asarray(image.convert("RGB")), area)
     _CACHE.insert(0, (task, meta, reference))
     del _CACHE[_CACHE_SIZE:]
     return reference
 
 
-def _work_size(width: float, height: float) -> tuple[int, int]:
-    work_w = max(16, round(math.sqrt(WORK_AREA * width / height)))
+def work_area(layout: Mapping[str, Any], unit: float | None) -> float:
+    """The working area at which a puzzle whose smallest feature is ``unit`` (layout units) keeps
+    it at MIN_WORK_UNIT working pixels or more: WORK_AREA unless the puzzle is finer."""
+    width, height = float(layout["width"]), float(layout["height"])
+    if not unit:
+        return WORK_AREA
+    needed = MIN_WORK_UNIT * width / unit  # the working width
+    return max(WORK_AREA, needed * needed * height / width)
+
+
+def _work_size(width: float, height: float, area: float = WORK_AREA) -> tuple[int, int]:
+    work_w = max(16, round(math.sqrt(area * width / height)))
     return work_w, max(16, round(work_w * height / width))
 
 
-def reference_from_image(rgb: np.ndarray) -> Reference:
-    """Reduce a bare-puzzle picture (any size) to a ``Reference``."""
+def reference_from_image(rgb: np.ndarray, area: float = WORK_AREA) -> Reference:
+    """Reduce a bare-puzzle picture (any size) to a ``Reference`` of about ``area`` working pixels."""
     height, width = rgb.shape[:2]
-    work_w, work_h = _work_size(width, height)
+    work_w, work_h = _work_size(width, height, area)
     small = cv2.resize(rgb, (work_w, work_h), interpolation=cv2.INTER_AREA) if (work_w, work_h) != (width, height) else rgb
     background = _border_colour(small)
     ink = _ink(small, background)
@@ -174,7 +194,7 @@ def reference_from_image(rgb: np.ndarray) -> Reference:
     ys, xs = np.nonzero(away)
     step = max(1, math.ceil(len(xs) / LANDMARK_LIMIT))
     clear = np.stack([(xs[::step] + 0.5) / work_w, (ys[::step] + 0.5) / work_h], axis=1)
-    return Reference(work_w, work_h, small, ink, landmarks, clear, background)
+    return Reference(work_w, work_h, small, ink, landmarks, clear, background, area)
 
 
 # ---------------------------------------------------------------- picture measures
@@ -625,7 +645,7 @@ def register(reference: Reference, rgb: np.ndarray, out_width: int | None = None
             return Registration(_recoloured(rgb, background, reference.background),
                                 {"method": "identity", "landmark_recall": round(recall, 4), **_describe(None)})
 
-    factor = min(1.0, math.sqrt(ANSWER_AREA / (width * height)))
+    factor = min(1.0, math.sqrt(ANSWER_AREA * reference.area / WORK_AREA / (width * height)))
     small = rgb if factor == 1.0 else cv2.resize(rgb, (max(1, round(width * factor)), max(1, round(height * factor))),
                                                  interpolation=cv2.INTER_AREA)
     box, margins = _content_box(small)
@@ -854,20 +874,23 @@ def _recoloured(rgb: np.ndarray, background: np.ndarray, target: np.ndarray) -> 
 
 
 @set_aligner
-def answer_in_frame(task: str, meta: Mapping[str, Any], image: Any, puzzle: Any = None) -> Registration | Verdict:
+def answer_in_frame(task: str, meta: Mapping[str, Any], image: Any, puzzle: Any = None,
+                    unit: float | None = None) -> Registration | Verdict:
     """The answer registered to the bare puzzle of ``meta`` (``puzzle`` when given, else drawn
-    from meta), or the unusable verdict saying why it cannot be read."""
+    from meta), or the unusable verdict saying why it cannot be read; ``unit``: the smallest
+    feature read (layout units), which sets the working size (``work_area``)."""
+    area = work_area(meta["layout"], unit)
     try:
         rgb = load_rgb(image)
     except UnusableImage as exc:
         return Verdict.unusable(str(exc))
     if puzzle is not None:
         try:
-            reference = reference_from_image(load_rgb(puzzle))
+            reference = reference_from_image(load_rgb(puzzle), area)
         except UnusableImage as exc:
             return Verdict.unusable(f"the puzzle image: {exc}")
     else:
-        reference = reference_for(task, meta)
+        reference = reference_for(task, meta, area)
     result = register(reference, rgb)
     if isinstance(result, str):
         return Verdict.unusable(f"could not align the answer with the puzzle ({result})")

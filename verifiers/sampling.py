@@ -65,7 +65,7 @@ def load_for_layout(meta: Mapping[str, Any], image: Any, unit: float, min_unit_p
                     task: str, puzzle: Any = None) -> Registration | Verdict:
     """The answer registered into the puzzle's frame (see verifiers/registration.py), or the
     unusable verdict that says why it cannot be read."""
-    registered = answer_in_frame(task, meta, image, puzzle)
+    registered = answer_in_frame(task, meta, image, puzzle, unit)
     if isinstance(registered, Verdict):
         return registered
     problem = layout_problem(meta["layout"], registered.image, unit, min_unit_px, unit_name)
