@@ -260,8 +260,14 @@ class _ViewEdits:
 
     def __init__(self, base: np.ndarray) -> None:
         self.deltas, self.views = _view_edits(base)
-        cells = view_cells(base.tolist())
-        self.touched = [_option_set.differing(cells, view_cells((base + d).tolist())) for d in self.deltas]
+        # The aspects each change touches, numbered as view_cells numbers them (top cells row by
+        # row, then the front view's columns by x, then the side view's by y), from the heights.
+        edited = base[None] + self.deltas
+        top = (edited > 0) != (base > 0)
+        front = edited.max(axis=1) != base.max(axis=0)
+        side = edited.max(axis=2) != base.max(axis=1)
+        changed = np.concatenate([top.reshape(len(edited), -1), front, side], axis=1)
+        self.touched = [frozenset(np.flatnonzero(row).tolist()) for row in changed]
 
     def draw_three(self, rng: np.random.Generator) -> np.ndarray | None:
         """Three changes wrong in the same view and in disjoint aspects, drawn at random (the view
@@ -276,14 +282,18 @@ class _ViewEdits:
         return None
 
 
-def could_be_solution(config: VoxelConfig, heights: Heights) -> bool:
-    """Whether a solid meets the level as its solution must (the solver, the costly check, last)."""
+def meets_level(config: VoxelConfig, heights: Heights) -> bool:
+    """Whether a solid is connected and within the level's parameters (the cheap checks)."""
     h = np.asarray(heights)
     columns = int((h > 0).sum())
     return (h.min() >= 0 and h.max() <= config.size and h.max() >= 2 and is_connected(heights)
             and config.min_columns <= columns <= config.max_columns and int(h.sum()) >= config.min_cubes
-            and concavities(heights) >= config.min_concavities
-            and draws_one_solid(config.size, render(heights)[0]))
+            and concavities(heights) >= config.min_concavities)
+
+
+def could_be_solution(config: VoxelConfig, heights: Heights) -> bool:
+    """Whether a solid meets the level as its solution must: ``meets_level``, and drawn unambiguously."""
+    return meets_level(config, heights) and draws_one_solid(config.size, render(heights)[0])
 
 
 def _code_members(base: np.ndarray, edits: np.ndarray, rng: np.random.Generator) -> list[Heights]:
@@ -294,10 +304,11 @@ def _code_members(base: np.ndarray, edits: np.ndarray, rng: np.random.Generator)
     return [(base + sum(edits[b] for b in range(3) if (row ^ shift) >> b & 1)).tolist() for row in code]
 
 
-def fair_set(config: VoxelConfig, members: list[Heights]) -> bool:
+def fair_set(config: VoxelConfig, members: list[Heights], drawn: dict[str, bool] | None = None) -> bool:
     """Whether every member could be the solution of the set: each one connected, within the
     level's parameters and drawn unambiguously (``could_be_solution``), every other member wrong
-    in exactly one view against it, and two aspects or more in play from its side."""
+    in exactly one view against it, and two aspects or more in play from its side. ``drawn``: the
+    solver's verdicts on solids already judged (the sets tried around one solid share members)."""
     solids = np.asarray(members)
     if solids.min() < 0 or solids.max() > config.size or len({str(m) for m in members}) < 5:
         return False
@@ -307,7 +318,16 @@ def fair_set(config: VoxelConfig, members: list[Heights]) -> bool:
     cells = [view_cells(m) for m in members]
     if any(_option_set.aspects_in_play(cells[i], cells[:i] + cells[i + 1:]) < 2 for i in range(5)):
         return False
-    return all(could_be_solution(config, m) for m in members)
+    if not all(meets_level(config, m) for m in members):
+        return False
+    drawn = {} if drawn is None else drawn
+    for m in members:  # the solver, the costly check, last
+        key = str(m)
+        if key not in drawn:
+            drawn[key] = draws_one_solid(config.size, render(m)[0])
+        if not drawn[key]:
+            return False
+    return True
 
 
 def fair_solids(config: VoxelConfig, rng: np.random.Generator) -> list[Heights]:
@@ -316,13 +336,13 @@ def fair_solids(config: VoxelConfig, rng: np.random.Generator) -> list[Heights]:
     for _ in range(SOLID_DRAWS):
         base = np.asarray(random_solid(config.size, (config.min_columns, config.max_columns), rng),
                           dtype=np.int64)
-        edits = _ViewEdits(base)
+        edits, drawn = _ViewEdits(base), {}
         for _ in range(CODE_TRIES):
             three = edits.draw_three(rng)
             if three is None:
                 break
             members = _code_members(base, three, rng)
-            if fair_set(config, members):
+            if fair_set(config, members, drawn):
                 return members
     raise RejectedPuzzle(f"no fair set of five solids around {SOLID_DRAWS} solids")
 
