@@ -336,7 +336,8 @@ def fair_solids(config: VoxelConfig, rng: np.random.Generator) -> list[Heights]:
     for _ in range(SOLID_DRAWS):
         base = np.asarray(random_solid(config.size, (config.min_columns, config.max_columns), rng),
                           dtype=np.int64)
-        edits, drawn = _ViewEdits(base), {}
+        edits = _ViewEdits(base)
+        drawn: dict[str, bool] = {}
         for _ in range(CODE_TRIES):
             three = edits.draw_three(rng)
             if three is None:
