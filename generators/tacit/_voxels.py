@@ -238,35 +238,36 @@ def aspects_of_views(views: Mapping[str, Sequence[str]]) -> tuple[bytes, ...]:
     return tuple(part.encode() for part in top + columns)
 
 
-def _view_edits(base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every one-edit change of ``base`` (``solid_edits``) that makes exactly one view wrong:
-    the changes of heights (K, n, n) and the view each makes wrong (0 top, 1 front, 2 side)."""
-    solids = solid_edits(base)
-    wrong = wrong_views(solids, base)
-    one = wrong.sum(axis=1) == 1
-    return solids[one] - base, wrong[one].argmax(axis=1)
+def _changed_aspects(solids: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each of the (K, n, n) ``solids``, where its views differ from those of ``reference``:
+    the top view's cells (K, n, n), the front view's columns by x (K, n), the side view's by y (K, n)."""
+    return ((solids > 0) != (reference > 0), solids.max(axis=1) != reference.max(axis=0),
+            solids.max(axis=2) != reference.max(axis=1))
 
 
 def wrong_views(solids: np.ndarray, reference: np.ndarray) -> np.ndarray:
     """(K, 3) for each of the (K, n, n) ``solids``: which views (top, front, side) differ from
     those of ``reference``."""
-    return np.stack([((solids > 0) != (reference > 0)).any(axis=(1, 2)),
-                     (solids.max(axis=1) != reference.max(axis=0)).any(axis=1),
-                     (solids.max(axis=2) != reference.max(axis=1)).any(axis=1)], axis=1)
+    return _views_of(*_changed_aspects(solids, reference))
+
+
+def _views_of(top: np.ndarray, front: np.ndarray, side: np.ndarray) -> np.ndarray:
+    """(K, 3): which views have a changed aspect (``_changed_aspects``)."""
+    return np.stack([top.any(axis=(1, 2)), front.any(axis=1), side.any(axis=1)], axis=1)
 
 
 class _ViewEdits:
-    """The one-edit changes of a solid that make exactly one view wrong, and the aspects each changes."""
+    """The one-edit changes of a solid (``solid_edits``) that make exactly one view wrong, the view
+    each makes wrong (0 top, 1 front, 2 side), and the aspects each changes, numbered as view_cells
+    numbers them (top cells row by row, then the front view's columns by x, the side view's by y)."""
 
     def __init__(self, base: np.ndarray) -> None:
-        self.deltas, self.views = _view_edits(base)
-        # The aspects each change touches, numbered as view_cells numbers them (top cells row by
-        # row, then the front view's columns by x, then the side view's by y), from the heights.
-        edited = base[None] + self.deltas
-        top = (edited > 0) != (base > 0)
-        front = edited.max(axis=1) != base.max(axis=0)
-        side = edited.max(axis=2) != base.max(axis=1)
-        changed = np.concatenate([top.reshape(len(edited), -1), front, side], axis=1)
+        solids = solid_edits(base)
+        top, front, side = _changed_aspects(solids, base)
+        wrong = _views_of(top, front, side)
+        one = wrong.sum(axis=1) == 1
+        self.deltas, self.views = solids[one] - base, wrong[one].argmax(axis=1)
+        changed = np.concatenate([top[one].reshape(int(one.sum()), -1), front[one], side[one]], axis=1)
         self.touched = [frozenset(np.flatnonzero(row).tolist()) for row in changed]
 
     def draw_three(self, rng: np.random.Generator) -> np.ndarray | None:
