@@ -68,7 +68,8 @@ from vrforge.verifiers import raven as rv
 
 # 1.3.0: arrowheads between the panels of each row show that the rules run along the rows.
 # 1.5.0: sets over the slots wherever they need two slots checked (every 3x3 set; 2x2 answers of two objects).
-VERSION = "1.6.0"
+# 1.7.0: a 2x2 puzzle whose answer does not hold two objects is drawn again, so every 2x2 set runs over the slots.
+VERSION = "1.7.0"
 WIDTH = 400
 MARGIN = 10
 GAP = 10
@@ -304,10 +305,9 @@ def generate(config: RavenConfig, rng: np.random.Generator) -> Puzzle:
 # attribute: it changes along the rows, and for the type the rotation is constant). Along the colour and type axes every
 # value appears in every option set, so the solution's value must be equally likely there: the
 # axis is taken with probability inversely proportional to the answer value's frequency
-# (AXIS_SHARE at the rarest value). Sets only of grids 1 and 2 run along these axes.
+# (AXIS_SHARE at the rarest value). Only the sets of grid 1 run along these axes.
 ANSWER_FREQUENCIES: dict[int, dict[str, tuple[float, ...]]] = {
     1: {"colour": (0.268, 0.155, 0.163, 0.144, 0.27), "type": (0.26, 0.143, 0.182, 0.152, 0.263)},
-    2: {"colour": (0.261, 0.148, 0.174, 0.155, 0.263), "type": (0.272, 0.144, 0.18, 0.138, 0.266)},
 }
 AXIS_SHARE = 0.5  # the two whole-panel axes together never take more than the whole
 MIN_VARIANTS = 4  # a set of four distractors
@@ -372,12 +372,17 @@ def _choose_axis(meta: Mapping[str, Any], answer: dict, rng: np.random.Generator
     or type with probability AXIS_SHARE * (rarest value's frequency / answer value's), each only
     where it changes along the rows (a constant one is read off the other panels), the type only
     where the rotation is constant (the answer of a turning rule is a triangle or a pentagon, and
-    a set of five types drawn turned showed it: 0.5 for a probe on those sets), else the
-    slots when the answer has at least MIN_VARIANTS moves; else the puzzle is turned down
-    (rejecting instead of falling back keeps each answer value equally likely)."""
-    if _two_slot_checks(meta["layout"]["grid"], answer):
+    a set of five types drawn turned showed it: 0.5 for a probe on those sets); else the puzzle
+    is turned down (rejecting instead of falling back keeps each answer value equally likely). A 2x2 answer
+    of one, three or four objects is turned down too: its whole-panel sets need one check, and
+    its moves are too few to compose (every option holds the same number of objects, so which
+    numbers are drawn says nothing of which option is the solution)."""
+    grid = meta["layout"]["grid"]
+    if _two_slot_checks(grid, answer):
         return "positions"
-    frequencies = ANSWER_FREQUENCIES[meta["layout"]["grid"]]
+    if grid == 2:
+        raise RejectedPuzzle("a 2x2 answer without two objects")
+    frequencies = ANSWER_FREQUENCIES[grid]
     changing = {rule["attribute"] for rule in meta["rules"] if rule["kind"] != "constant"}
     draw = rng.random()
     for axis in ("colour", "type"):
@@ -387,8 +392,6 @@ def _choose_axis(meta: Mapping[str, Any], answer: dict, rng: np.random.Generator
         if draw < share:
             return axis
         draw -= share
-    if len(meta["layout"]["slots"]) > 1 and len(_variants(meta, "positions")(answer)) >= MIN_VARIANTS:
-        return "positions"
     raise RejectedPuzzle("no axis for the distractors")
 
 
