@@ -112,7 +112,7 @@ def test_judge_names_each_violation():
     cell, side = next((cell, other) for cell in route[1:-1]
                       for other in [(cell[0] + dr, cell[1] + dc) for dr, dc in ((0, 1), (1, 0), (0, -1), (-1, 0))]
                       if 0 <= other[0] < n and 0 <= other[1] < n and other not in route
-                      and verifier._is_open(meta, (layer, *cell), (layer, *other)))
+                      and verifier.is_open(meta, (layer, *cell), (layer, *other)))
     branch_link = tuple(sorted(((layer, *cell), (layer, *side))))
     assert verifier.judge(meta, cells | {(layer, *side)}, links | {branch_link})["branching"] is False
 
@@ -180,11 +180,11 @@ def test_generation_is_deterministic():
 
 
 # sha256 of the 512 px solution PNG for seed 0, index 0: a silent change to generation,
-# drawing or encoding changes these.
+# drawing or encoding changes these. 1.7.0: hard and expert lines drawn at their answer's width.
 SNAPSHOTS = {
     "easy": "9cc96043eadbecb509f11afff33dca02719369630087cba164d87b647000d694",
     "medium": "1a895575f44999353b997196e1c9ddd54e7357473dc88e923500446c4357fbf1",
-    "hard": "ac365fe6c4257bb99581a8f0643806e96911830b8e276df857a0c207825b4901",
+    "hard": "acd43570fd0c0cb7b43d6f428adc16e39be569aab84ffed68ac8efde59d0823e",
 }
 
 
@@ -472,7 +472,9 @@ def test_legibility_shares_are_the_drawn_sizes(difficulty):
     width = float(re.search(r'viewBox="0 0 ([\d.]+) ', svg).group(1))
     assert width == meta["layout"]["width"] and shares["cell"] == maze.CELL / width
     assert f'stroke="#222222" stroke-linecap="square" stroke-width="{maze.fmt(shares["wall"] * width)}"' in svg
-    assert f'stroke-width="{maze.fmt(shares["path"] * width)}"' in svg
+    # the line, drawn no narrower than the share says (its width varies with the answer where the walls cover it)
+    drawn = float(re.search(r'stroke="#1976d2" stroke-linecap="square" stroke-linejoin="miter" stroke-width="([\d.]+)"', svg).group(1))
+    assert shares["path"] * width - 0.01 <= drawn <= maze.PATH_WIDTH * (1 + maze.WIDTH_JITTER) + 0.01
     assert f'r="{maze.fmt(shares["marker"] * width / 2)}"' in svg or meta["layers"] == 1
     if meta["layers"] > 1:
         # CHEVRON from arm end to arm end, half of that from the arms' middle to the tip
@@ -504,4 +506,21 @@ def test_expert_snapshot_of_rendered_solution(expert):
     assert len(png) < 60_000
 
 
-EXPERT_SNAPSHOT = "a0956c7ac2d188d0369730f679d03ced000a2a8272a0e9b083641a30736939ae"
+EXPERT_SNAPSHOT = "494f897d7a5fbc0828584f26a21419dedb6352856c62559cdb6e661287fc86dd"
+
+
+def test_each_answer_has_its_own_line_width_where_walls_cover_the_line():
+    """Where the walls are drawn over the line (``hard``), every distractor loses the strips of line
+    under the walls it crosses and the solution none; each answer's line width, a hash of the
+    answer within WIDTH_JITTER, spreads the five inks far more than those strips. ``easy`` keeps
+    the plain width, the line drawn over the walls."""
+    p = make("hard")
+    widths = [maze.line_width(answer) for answer in p.options()]
+    assert all(abs(w / maze.PATH_WIDTH - 1) <= maze.WIDTH_JITTER for w in widths)
+    assert len(set(widths)) == 5 and widths == [maze.line_width(answer) for answer in p.options()]
+    drawn = [float(re.search(r'stroke="#1976d2" stroke-linecap="square" stroke-linejoin="miter" stroke-width="([\d.]+)"',
+                             maze.draw(p.meta, answer)).group(1)) for answer in p.options()]
+    assert drawn == pytest.approx(widths, abs=0.01)
+    easy = make("easy")
+    assert all(f'stroke-width="{maze.PATH_WIDTH:g}"' in maze.draw(easy.meta, answer)
+               or f'stroke-width="{maze.PATH_WIDTH}"' in maze.draw(easy.meta, answer) for answer in easy.options())

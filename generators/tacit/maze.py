@@ -75,7 +75,11 @@ from vrforge.svgdraw import fmt, new_drawing, polyline_path, segments_path, to_s
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import maze as maze_verifier
 
-VERSION = "1.6.0"
+# 1.7.0: where the walls are drawn over the line, each answer's line width varies by up to 3 %, as
+# a hash of the answer says: a line passing under a wall loses the strip the wall covers, and the
+# solution, the one option that crosses no wall, had the most line of every option whose edits
+# cancelled in length (the least-ink picker found it 0.11 of the time on hard).
+VERSION = "1.7.0"
 REGIONS = 3  # per side of a layer: the aspects of a drawing are its 3 x 3 regions per layer
 CELL = 20  # SVG units per cell
 MARGIN = 16  # the least margin, for small mazes
@@ -84,6 +88,9 @@ GAP = 40  # between layers, room for the chevron
 WALL_WIDTH = 0.12 * CELL
 PATH_WIDTH = 0.42 * CELL
 MARKER = 0.76 * CELL  # side of the start and end squares, diameter of a portal disc
+# Where the walls are drawn over the line, each answer's line is drawn up to this share wider or
+# narrower, as a hash of the answer says (``line_width``).
+WIDTH_JITTER = 0.03
 CHEVRON = 24  # SVG units from one arm's end to the other's (the chevron is 12 deep, its stroke 4)
 # More layers than this are drawn in two rows: in a strip of three, a 14 x 14 layer's cell is under
 # 20 px at 1024 px, where models misread its walls (two rows: 33 px).
@@ -446,7 +453,8 @@ def _meta(config: MazeConfig, layers: list[Layer], start: Cell, ends: list[Cell]
 def legibility(config: MazeConfig) -> dict[str, float]:
     """The smallest features, as shares of the picture's width (the layout has no randomness)."""
     width = layout(config)["width"]
-    features = {"cell": CELL / width, "wall": WALL_WIDTH / width, "path": PATH_WIDTH / width, "marker": MARKER / width}
+    features = {"cell": CELL / width, "wall": WALL_WIDTH / width, "path": PATH_WIDTH * (1 - WIDTH_JITTER) / width,
+                "marker": MARKER / width}
     if config.layers > 1:
         features["chevron"] = CHEVRON / width
     return features
@@ -1110,16 +1118,27 @@ def draw(meta: dict, strokes: list[Stroke] | None) -> str:
     for layer in range(meta["layers"] - 1):  # chevron: "go on to the next layer"
         drawing.add(drawing.path(d=_chevron(meta, layer), stroke=palette["chevron"], stroke_width=4, fill="none",
                                  stroke_linecap="round", stroke_linejoin="round"))
+    width = line_width(strokes or []) if over else PATH_WIDTH
     for layer, line in strokes or []:
         points = [cell_centre(meta, layer, cell) for cell in line]
         if len(points) == 1:
-            drawing.add(drawing.circle(center=(fmt(points[0][0]), fmt(points[0][1])), r=fmt(PATH_WIDTH / 2), fill=palette["path"]))
+            drawing.add(drawing.circle(center=(fmt(points[0][0]), fmt(points[0][1])), r=fmt(width / 2), fill=palette["path"]))
         else:
-            drawing.add(drawing.path(d=polyline_path(points), stroke=palette["path"], stroke_width=fmt(PATH_WIDTH),
+            drawing.add(drawing.path(d=polyline_path(points), stroke=palette["path"], stroke_width=fmt(width),
                                      fill="none", stroke_linecap="square", stroke_linejoin="miter"))
     if over:
         walls()
     return to_string(drawing)
+
+
+def line_width(strokes: Sequence[Stroke]) -> float:
+    """PATH_WIDTH times 1 +- WIDTH_JITTER, as a hash of the answer says. Every distractor crosses a
+    wall and the solution none, and a wall drawn over the line hides a strip of it (about an eighth
+    of a link): where the edits of an option cancel in length, that strip alone had ranked the
+    solution's ink above the option's. A width drawn alike for every option, the solution
+    included, spreads each option's ink by a few links, far more than those strips."""
+    digest = zlib.crc32(repr([(layer, [tuple(cell) for cell in line]) for layer, line in strokes]).encode())
+    return PATH_WIDTH * (1 + WIDTH_JITTER * (2 * digest / 0xFFFFFFFF - 1))
 
 
 register_task(
