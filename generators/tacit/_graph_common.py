@@ -417,12 +417,13 @@ def nodes_in_play(labels: Sequence[int], chosen: Sequence[tuple[str, Sequence[in
 
 def star_distractors(labels: Sequence[int], variants: Callable[[Labels], Sequence[tuple[str, Labels]]],
                      rng: np.random.Generator) -> list[tuple[str, list[int]]]:
-    """Four (violation, labels) distractors from the shared star policy (``_option_set.choose_star``).
+    """Four (violation, labels) distractors, a code over three node edits (``_option_set.choose_set``);
+    RejectedPuzzle where the edits do not compose, so every set has two nodes or more in play.
 
     Labels stand in for the pictures: each label has its own fill, so two answers are drawn
     alike exactly when their labels are equal."""
     try:
-        chosen = _option_set.choose_set(tuple(labels), variants, _labels_vector, rng)
+        chosen = _option_set.choose_set(tuple(labels), variants, _labels_vector, rng, fallback=False)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
     return [(kind, list(state)) for kind, state in chosen]

@@ -37,7 +37,8 @@ from vrforge.verifiers._ca_common import BOUNDARIES, NEIGHBOURHOODS, decode, enc
 
 # 1.3.0: the corner glyph fills the counted positions with the states that count (not grey),
 # and a fixed boundary's start grid gets a ring of faded empty cells (what lies beyond the wall).
-VERSION = "1.4.0"
+# 1.5.0: a set that would fall back to a star (one aspect in play) is drawn again.
+VERSION = "1.5.0"
 TABLE_CELL = 34
 TRIES = 30  # rule/grid draws per attempt before the attempt is rejected
 RULE_EDITS = 4  # rule-entry misreadings among an answer's near misses
@@ -108,7 +109,8 @@ def generate(config: CaForwardConfig, rng: np.random.Generator) -> Puzzle:
         meta = _meta(config, start, rule, boundary, steps)
         answers = Answers(meta, rng)
         try:
-            chosen = _option_set.choose_set(answers.solution, answers.variants, answers.stand_in, rng, aspects=settings)
+            chosen = _option_set.choose_set(answers.solution, answers.variants, answers.stand_in, rng, aspects=settings,
+                                            fallback=False)
         except ValueError:
             continue
         break

@@ -58,7 +58,8 @@ from vrforge.verifiers._ca_common import (
 
 # 1.3.0: the corner glyph fills the counted positions with the states that count (not grey), a
 # fixed boundary's start grid gets a ring of faded empty cells; several steps (``steps``).
-VERSION = "1.4.0"
+# 1.5.0: a set that would fall back to a star (one aspect in play) is drawn again.
+VERSION = "1.5.0"
 TABLE_CELL = 34
 TRIES = 30  # rule/grid draws per attempt before the attempt is rejected
 GRID_DRAWS = 6  # random start grids tried per rule, the one showing most pairs kept
@@ -237,10 +238,11 @@ def entries_in_play(rule: np.ndarray, chosen: list[tuple[str, np.ndarray]]) -> f
 
 
 def _distractors(meta: dict, rule: np.ndarray, rng: np.random.Generator) -> list[tuple[str, np.ndarray]] | None:
-    """Four (violation, table) distractors, a star of one-entry edits; None if impossible."""
+    """Four (violation, table) distractors, a code over three one-entry edits; None where they do not compose."""
     grey = common.luminance(meta["palette"]["states"])
     try:
-        return list(_option_set.choose_set(rule, partial(near_misses, meta, rule), lambda table: grey[table].ravel(), rng))
+        return list(_option_set.choose_set(rule, partial(near_misses, meta, rule), lambda table: grey[table].ravel(), rng,
+                                           fallback=False))
     except ValueError:
         return None
 

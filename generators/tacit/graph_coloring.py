@@ -39,7 +39,8 @@ from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import graph_coloring as verifier
 
-VERSION = "1.4.0"
+# 1.5.0: a set that would fall back to a star (one aspect in play) is drawn again.
+VERSION = "1.5.0"
 WIDTH = 400.0
 GRAPH_BOX = (34.0, 34.0, 366.0, 366.0)
 SWATCH_SIZE = 36.0

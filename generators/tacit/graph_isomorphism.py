@@ -56,7 +56,8 @@ from vrforge.svgdraw import fmt, new_drawing, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import graph_isomorphism as verifier
 
-VERSION = "1.3.0"
+# 1.4.0: a set that would fall back to a star (one aspect in play) is drawn again.
+VERSION = "1.4.0"
 PANEL = 340.0
 MARGIN = 20.0
 GAP = 40.0

@@ -56,7 +56,8 @@ from vrforge.svgdraw import fmt, new_drawing, segments_path, to_string
 from vrforge.types import Puzzle, RejectedPuzzle
 from vrforge.verifiers import logic_grid as verifier
 
-VERSION = "1.4.0"
+# 1.5.0: a set that would fall back to a star (one aspect in play) is drawn again.
+VERSION = "1.5.0"
 TASK = "logic_grid"
 CELL = 40.0  # SVG units per cell
 MARGIN = 14.0
@@ -502,7 +503,7 @@ def _distractors(meta: dict, solution: list[int], rng: np.random.Generator) -> l
     n = meta["size"]
     start = tuple(tuple(row) for row in _as_rows(solution, n))
     try:
-        chosen = _option_set.choose_set(start, lambda grid: _variants(meta, grid, rng), _cells, rng, tries=CODE_TRIES,
+        chosen = _option_set.choose_set(start, lambda grid: _variants(meta, grid, rng), _cells, rng, tries=CODE_TRIES, fallback=False,
                                         combine=lambda solution, grid, edited: _combined(meta, solution, grid, edited))
     except ValueError as exc:
         raise RejectedPuzzle(str(exc)) from None

@@ -78,7 +78,8 @@ from vrforge.verifiers import maze as maze_verifier
 # 1.7.0: where the walls are drawn over the line, each answer's line width varies by up to 3 %, as
 # a hash of the answer says: a line passing under a wall loses the strip the wall covers, and the
 # solution, the one option that crosses no wall, had the most line of every option whose edits
-# cancelled in length (the least-ink picker found it 0.11 of the time on hard).
+# cancelled in length (the least-ink picker found it 0.11 of the time on hard). On easy and medium,
+# a set that would fall back to a star (one aspect in play) is drawn again (a quarter of easy sets had been).
 VERSION = "1.7.0"
 REGIONS = 3  # per side of a layer: the aspects of a drawing are its 3 x 3 regions per layer
 CELL = 20  # SVG units per cell
@@ -983,7 +984,7 @@ def _distractors(meta: dict, layers: list[Layer], route: list[Stroke], rng: np.r
                                         combine=editor.combine, signed=True, signs_per_set=balanced,
                                         # the stand-in counts a line's cells and its links: twice the links
                                         steps=tuple(2.0 * size for size in SIZES) if balanced else (),
-                                        fallback=not balanced)
+                                        fallback=False)
     except ValueError as exc:
         raise RejectedPuzzle(f"distractors: {exc}") from None
     in_play = _option_set.set_aspects(solution, chosen, _option_set.aspects_of(editor.stand_in, regions))
