@@ -76,6 +76,17 @@ def test_worker_count_does_not_change_a_single_byte(built, tmp_path):
     assert folder_hashes(out) == folder_hashes(built)
 
 
+def test_workers_replaced_after_every_item_change_no_byte(built, tmp_path, monkeypatch):
+    """The pool replaces each worker after ITEMS_PER_WORKER items (their memory stays that of the
+    tasks they built last); a worker replaced after every item builds the same bytes."""
+    from vrforge.builds import executors
+
+    monkeypatch.setattr(executors, "ITEMS_PER_WORKER", 1)
+    out = tmp_path / "fresh"
+    build(parse_recipe(RECIPE), out, workers=2, progress=False)
+    assert folder_hashes(out) == folder_hashes(built)
+
+
 def test_rebuilding_a_finished_folder_is_a_no_op(built):
     before = folder_hashes(built)
     result = build(parse_recipe(RECIPE), built, workers=1, progress=False)
