@@ -457,19 +457,13 @@ class _Workers:
                     bar.update(1)
             else:
                 if self.pool is None:
-                    self.pool = multiprocessing.get_context("forkserver").Pool(
-                        self.workers, initializer=_init_worker, maxtasksperchild=JOBS_PER_WORKER)
+                    self.pool = multiprocessing.get_context("forkserver").Pool(self.workers, initializer=_init_worker)
                 for result in self.pool.imap(function, items):
                     results.append(result)
                     bar.update(1)
         finally:
             bar.close()
         return results
-
-
-# Each audit worker is replaced after this many jobs (a shard's rows, or a gate's figures), so what
-# one keeps from the shards it decoded does not add up over a release (~480 MB by its end).
-JOBS_PER_WORKER = 10
 
 
 def _init_worker() -> None:
