@@ -112,7 +112,7 @@ def test_judge_names_each_violation():
     cell, side = next((cell, other) for cell in route[1:-1]
                       for other in [(cell[0] + dr, cell[1] + dc) for dr, dc in ((0, 1), (1, 0), (0, -1), (-1, 0))]
                       if 0 <= other[0] < n and 0 <= other[1] < n and other not in route
-                      and verifier.is_open(meta, (layer, *cell), (layer, *other)))
+                      and verifier._is_open(meta, (layer, *cell), (layer, *other)))
     branch_link = tuple(sorted(((layer, *cell), (layer, *side))))
     assert verifier.judge(meta, cells | {(layer, *side)}, links | {branch_link})["branching"] is False
 

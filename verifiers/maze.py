@@ -121,9 +121,9 @@ def _judge_for(meta: Mapping[str, Any]) -> Judge:
     return made
 
 
-def is_open(meta: Mapping[str, Any], a: Node, b: Node) -> bool:
+def _is_open(meta: Mapping[str, Any], a: Node, b: Node) -> bool:
     """Whether the passage between two cells is open (no wall between neighbours)."""
-    return _judge_for(meta).is_open(min(a, b), max(a, b))
+    return Judge(meta).is_open(min(a, b), max(a, b))
 
 
 def _components(nodes: AbstractSet[Node], links: list[tuple[Node, Node]]) -> tuple[int, bool]:

@@ -415,7 +415,7 @@ def nodes_in_play(labels: Sequence[int], chosen: Sequence[tuple[str, Sequence[in
     return _option_set.set_aspects(labels, chosen, _option_set.aspects_of(_labels_vector))
 
 
-def star_distractors(labels: Sequence[int], variants: Callable[[Labels], Sequence[tuple[str, Labels]]],
+def code_distractors(labels: Sequence[int], variants: Callable[[Labels], Sequence[tuple[str, Labels]]],
                      rng: np.random.Generator) -> list[tuple[str, list[int]]]:
     """Four (violation, labels) distractors, a code over three node edits (``_option_set.choose_set``);
     RejectedPuzzle where the edits do not compose, so every set has two nodes or more in play.

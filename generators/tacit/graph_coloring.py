@@ -180,7 +180,7 @@ def generate(config: ColoringConfig, rng: np.random.Generator) -> Puzzle:
     assert labels is not None  # _graph proved it exists
 
     meta = _meta(config, pos, edges, palette, off_palette)
-    chosen = gc.star_distractors(labels, variants(meta, int(rng.integers(2**32))), rng)
+    chosen = gc.code_distractors(labels, variants(meta, int(rng.integers(2**32))), rng)
     solution = gc.fills_for(labels, palette)
     distractors = tuple(gc.fills_for(d, palette) for _, d in chosen)
     stats = {

@@ -258,7 +258,7 @@ def generate(config: IsomorphismConfig, rng: np.random.Generator) -> Puzzle:
     }
     labels = list(mapping)  # B node j takes the colour of A node mapping[j]
     assert all(verifier.judge(meta, labels).values())
-    chosen = gc.star_distractors(labels, variants(meta, int(rng.integers(2**32))), rng)
+    chosen = gc.code_distractors(labels, variants(meta, int(rng.integers(2**32))), rng)
     symmetries = automorphisms(n, edges_a)
     meta["automorphisms"] = symmetries
     stats = {
